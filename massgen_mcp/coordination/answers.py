@@ -1,0 +1,85 @@
+"""What an answer is: free text by default, or structured data (plans, checkpoint plans).
+
+The orchestrator does not know what an answer contains. An `AnswerFormat` says what the
+`new_answer` tool takes, checks a submission (a rejected one goes back to the agent as a tool
+error listing every problem), and renders an accepted answer for the other agents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAnswer:
+    """An accepted answer: `text` is what people read; `data` is the structured value, if any."""
+
+    text: str
+    data: Any = None
+
+
+class AnswerRejected(Exception):
+    """A submitted answer is invalid; `problems` are shown to the agent so it can fix them."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+class AnswerFormat(Protocol):
+    #: Words used in prompts, e.g. "answer", "plan".
+    noun: str
+
+    def tool_description(self) -> str:
+        """Description of the `new_answer` tool."""
+        ...
+
+    def tool_parameters(self) -> dict[str, Any]:
+        """JSON schema of the `new_answer` arguments."""
+        ...
+
+    def parse(self, arguments: dict[str, Any]) -> ParsedAnswer:
+        """Validate `new_answer` arguments; raise `AnswerRejected` listing every problem."""
+        ...
+
+    def render(self, answer: ParsedAnswer) -> str:
+        """How other agents see this answer when they compare and vote (compact, not raw JSON)."""
+        ...
+
+    def instructions(self) -> str:
+        """Extra task instructions for this kind of answer ("" for none)."""
+        ...
+
+
+class TextAnswer:
+    """The default: an answer is free text in `content`."""
+
+    noun = "answer"
+
+    def tool_description(self) -> str:
+        return (
+            "Submit your complete answer to the task. It replaces your previous answer and "
+            "every agent re-evaluates. Write the full answer, not a diff or a comment on others."
+        )
+
+    def tool_parameters(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "content": {"type": "string", "description": "Your complete answer."}
+            },
+            "required": ["content"],
+        }
+
+    def parse(self, arguments: dict[str, Any]) -> ParsedAnswer:
+        content = arguments.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise AnswerRejected(["'content' must be a non-empty string holding your answer"])
+        return ParsedAnswer(content.strip())
+
+    def render(self, answer: ParsedAnswer) -> str:
+        return answer.text
+
+    def instructions(self) -> str:
+        return ""

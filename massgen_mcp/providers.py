@@ -1,0 +1,113 @@
+"""Provider presets: which wire format, base URL and key variable each backend `type` means.
+
+A *provider* is where requests go (base URL, key); the *wire format* is how they are
+spelled (``openai_chat``, ``anthropic``, ``gemini``, ``sampling``). Every OpenAI-compatible
+service is just a preset feeding the OpenAI Chat Completions backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Wire = Literal["openai_chat", "anthropic", "gemini", "sampling"]
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    name: str
+    wire: Wire
+    base_url: str | None = None  # None: the SDK's default endpoint
+    key_env: tuple[str, ...] = ()  # the usual variables, first found wins
+    local: bool = False  # a model server on this machine; needs no key
+    default_model: str | None = None
+    signup: str = ""  # where to get a key
+
+
+PROVIDERS: dict[str, Provider] = {
+    p.name: p
+    for p in [
+        Provider("openai", "openai_chat", None, ("OPENAI_API_KEY",),
+                 default_model="gpt-5", signup="https://platform.openai.com/api-keys"),
+        Provider("claude", "anthropic", None, ("ANTHROPIC_API_KEY",),
+                 default_model="claude-sonnet-4-5", signup="https://console.anthropic.com/"),
+        Provider("gemini", "gemini", None, ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+                 default_model="gemini-2.5-pro", signup="https://aistudio.google.com/apikey"),
+        Provider("grok", "openai_chat", "https://api.x.ai/v1", ("XAI_API_KEY",),
+                 default_model="grok-4", signup="https://console.x.ai/"),
+        Provider("openrouter", "openai_chat", "https://openrouter.ai/api/v1",
+                 ("OPENROUTER_API_KEY",), signup="https://openrouter.ai/keys"),
+        Provider("groq", "openai_chat", "https://api.groq.com/openai/v1", ("GROQ_API_KEY",),
+                 signup="https://console.groq.com/keys"),
+        Provider("together", "openai_chat", "https://api.together.xyz/v1",
+                 ("TOGETHER_API_KEY",), signup="https://api.together.ai/"),
+        Provider("cerebras", "openai_chat", "https://api.cerebras.ai/v1",
+                 ("CEREBRAS_API_KEY",), signup="https://cloud.cerebras.ai/"),
+        Provider("fireworks", "openai_chat", "https://api.fireworks.ai/inference/v1",
+                 ("FIREWORKS_API_KEY",), signup="https://fireworks.ai/"),
+        Provider("deepseek", "openai_chat", "https://api.deepseek.com/v1",
+                 ("DEEPSEEK_API_KEY",), signup="https://platform.deepseek.com/"),
+        Provider("mistral", "openai_chat", "https://api.mistral.ai/v1", ("MISTRAL_API_KEY",),
+                 signup="https://console.mistral.ai/"),
+        Provider("nebius", "openai_chat", "https://api.studio.nebius.ai/v1",
+                 ("NEBIUS_API_KEY",), signup="https://studio.nebius.ai/"),
+        Provider("moonshot", "openai_chat", "https://api.moonshot.ai/v1",
+                 ("MOONSHOT_API_KEY", "KIMI_API_KEY"), signup="https://platform.moonshot.ai/"),
+        Provider("zai", "openai_chat", "https://api.z.ai/api/paas/v4", ("ZAI_API_KEY",),
+                 signup="https://z.ai/"),
+        Provider("qwen", "openai_chat", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+                 ("QWEN_API_KEY", "DASHSCOPE_API_KEY"), signup="https://dashscope.console.aliyun.com/"),
+        Provider("azure_openai", "openai_chat", None,
+                 ("AZURE_OPENAI_API_KEY",), signup="https://portal.azure.com/"),
+        Provider("ollama", "openai_chat", "http://localhost:11434/v1", local=True),
+        Provider("lmstudio", "openai_chat", "http://localhost:1234/v1", local=True),
+        Provider("vllm", "openai_chat", "http://localhost:8000/v1", local=True),
+        Provider("sglang", "openai_chat", "http://localhost:30000/v1", local=True),
+        # Any OpenAI-compatible endpoint: base_url is required, the key comes from
+        # backend.api_key, or from a preset whose base URL matches, or OPENAI_API_KEY.
+        Provider("chatcompletion", "openai_chat", None, ("OPENAI_API_KEY",)),
+        Provider("sampling", "sampling"),
+    ]
+}
+
+# Other spellings of the same provider (MassGen type names and --models prefixes).
+ALIASES: dict[str, str] = {
+    "anthropic": "claude",
+    "google": "gemini",
+    "xai": "grok",
+    "chatcompletions": "chatcompletion",
+    "chat_completion": "chatcompletion",
+    "openai_compatible": "chatcompletion",
+    "azure": "azure_openai",
+    "lm_studio": "lmstudio",
+    "kimi": "moonshot",
+    "inference": "vllm",
+}
+
+# MassGen backend types that this project does not implement (yet).
+UNSUPPORTED: dict[str, str] = {
+    "claude_code": "it drives the Claude Code CLI/SDK; use type: claude with an ANTHROPIC_API_KEY",
+    "codex": "it drives the Codex CLI; use type: openai",
+    "copilot": "it drives GitHub Copilot; use an API backend instead",
+    "gemini_cli": "it drives the Gemini CLI; use type: gemini",
+    "ag2": "AG2 agents are not supported; use an API backend",
+    "response": "the OpenAI Responses API is not implemented; type: openai uses Chat Completions",
+}
+
+
+def canonical_type(type_name: str) -> str:
+    """The preset name for a backend type or alias (unchanged when unknown)."""
+    name = type_name.strip().lower()
+    return ALIASES.get(name, name)
+
+
+def known_type_names() -> list[str]:
+    return sorted({*PROVIDERS, *ALIASES})
+
+
+def provider_for_base_url(base_url: str) -> Provider | None:
+    """The hosted preset whose endpoint this URL points at, if any (for key lookup)."""
+    for p in PROVIDERS.values():
+        if p.base_url and not p.local and base_url.rstrip("/").startswith(p.base_url.rstrip("/")):
+            return p
+    return None
