@@ -1,3 +1,77 @@
-"""massgen-mcp: ask a team of models instead of one."""
+"""massgen-mcp: ask a team of models instead of one.
+
+    import massgen_mcp
+    result = await massgen_mcp.run("Which queue should we use?",
+                                   models="openai/gpt-5,anthropic/claude-sonnet-4-5")
+    print(result.final_answer, result.winner, result.tally)
+
+`run_sync` is the same for code that is not async. This module imports nothing heavy until
+it is used (the PreToolUse hook imports the package and must start fast).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .config import Team
+    from .coordination.result import RunResult
+
+__all__ = ["RunResult", "__version__", "load_team", "run", "run_sync"]
+
+
+async def run(
+    task: str,
+    *,
+    models: str | list[str] | None = None,
+    team: str | None = None,
+    context: str | None = None,
+    files: list[str] | None = None,
+    max_answers_per_agent: int | None = None,
+    timeout_s: float | None = None,
+    max_total_tokens: int | None = None,
+    state_dir: str | None = None,
+) -> RunResult:
+    """Run a consensus on `task` and return the `RunResult`.
+
+    The team is `models` (`"openai/gpt-5,anthropic/claude-sonnet-4-5"`), else `team` (a
+    bundled team name or a team YAML path), else one built from the provider keys that are
+    set. The run is recorded under `.massgen/runs/<run_id>/` (or `state_dir`).
+    """
+    from pathlib import Path
+
+    from .config import resolve_team
+    from .engine import Engine
+    from .inputs import join_context, read_context_files
+    from .paths import state_dir as default_state_dir
+
+    chosen = resolve_team(models=models, team=team).with_overrides(
+        max_new_answers_per_agent=max_answers_per_agent,
+        orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens)
+    engine = Engine(default_state_dir(state_dir) if state_dir else default_state_dir())
+    ctx = join_context(context, read_context_files(files or [], Path.cwd()))
+    return await engine.run(chosen, task, context=ctx)
+
+
+def run_sync(task: str, **kwargs: Any) -> RunResult:
+    """`run()` for synchronous code."""
+    import anyio
+
+    return anyio.run(lambda: run(task, **kwargs))
+
+
+def load_team(name_or_path: str) -> Team:
+    """Load and validate a team (bundled name or YAML path) without running it."""
+    from .config import load_team as _load
+
+    return _load(name_or_path)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RunResult":
+        from .coordination.result import RunResult
+
+        return RunResult
+    raise AttributeError(name)

@@ -34,7 +34,8 @@ class MissingKeyError(ConfigError):
         prefix = f"{where}: " if where else ""
         super().__init__(
             f"{prefix}no API key for {provider}: set {names} in the environment "
-            f"(or in a .env file in the working directory), or give backend.api_key in the team file"
+            "(or in a .env file in the working directory), or give backend.api_key in the "
+            "team file"
         )
 
 

@@ -1,0 +1,113 @@
+"""The messages agents see. Real agent ids and model names never appear during coordination."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..messages import Message, system, user
+
+_SENSITIVITY = {
+    "lenient": "Vote for an existing answer when it answers the task well; submit a new answer "
+               "only if you can clearly improve on every existing one.",
+    "balanced": "Vote only for an answer that is correct, complete and well reasoned; submit a "
+                "new answer if every existing one has a real flaw you can fix.",
+    "strict": "Be demanding: vote only for an answer you would sign off without changes; "
+              "otherwise submit a new, better answer that fixes what is missing or wrong.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ShownAnswer:
+    label: str  # agent2.3
+    text: str  # rendered by the answer format
+
+
+def coordination_system(own_system: str | None, noun: str, sensitivity: str) -> Message:
+    parts = [own_system.strip()] if own_system else []
+    parts.append(
+        f"You are one of several expert agents working on the same task in parallel. You can see "
+        f"the current {noun}s of all agents, anonymized (agent1, agent2, ...; a label like "
+        f"agent2.3 is agent2's third {noun}). Each turn, end by calling exactly ONE tool:\n"
+        f"- new_answer: submit a complete {noun} that is better than every existing one "
+        f"(yours included). Everyone then looks again.\n"
+        f"- vote: choose the best existing {noun}, with a reason.\n"
+        f"{_SENSITIVITY.get(sensitivity, _SENSITIVITY['lenient'])} Judge the {noun}s on their "
+        f"merits, not on who wrote them. Do not call both tools, and do not reply without a "
+        f"tool call."
+    )
+    return system("\n\n".join(parts))
+
+
+def task_block(task: str, context: str | None, instructions: str) -> str:
+    text = f"<ORIGINAL MESSAGE>\n{task.strip()}\n</ORIGINAL MESSAGE>"
+    if context and context.strip():
+        text += f"\n\n<CONTEXT>\n{context.strip()}\n</CONTEXT>"
+    if instructions:
+        text += f"\n\n{instructions.strip()}"
+    return text
+
+
+def answers_block(shown: list[ShownAnswer], noun: str) -> str:
+    if not shown:
+        return (f"<CURRENT ANSWERS>\n(no {noun}s yet: you are among the first; call new_answer "
+                f"with your {noun})\n</CURRENT ANSWERS>")
+    body = "\n\n".join(f"<{a.label}>\n{a.text}\n<end of {a.label}>" for a in shown)
+    return f"<CURRENT ANSWERS from the agents>\n{body}\n</CURRENT ANSWERS>"
+
+
+def turn_messages(
+    *,
+    own_system: str | None,
+    task: str,
+    context: str | None,
+    instructions: str,
+    shown: list[ShownAnswer],
+    own_label: str | None,
+    noun: str,
+    sensitivity: str,
+    vote_only: bool,
+) -> list[Message]:
+    """One coordination turn: the task and the current answers (the agent's own last)."""
+    ending = []
+    if own_label:
+        ending.append(f"Your own latest {noun} is {own_label}.")
+    if vote_only:
+        ending.append(f"You may not submit more {noun}s now: call vote for the best one.")
+    else:
+        ending.append("Call new_answer or vote.")
+    text = (task_block(task, context, instructions) + "\n\n" + answers_block(shown, noun)
+            + "\n\n" + " ".join(ending))
+    return [coordination_system(own_system, noun, sensitivity), user(text)]
+
+
+REMINDER = ("You did not call a tool. You must end this turn by calling exactly one tool: "
+            "new_answer (with your complete answer) or vote (for the best existing answer).")
+
+
+def presentation_messages(
+    *,
+    own_system: str | None,
+    task: str,
+    context: str | None,
+    instructions: str,
+    all_answers: list[tuple[str, str]],  # (real agent id, rendered answer)
+    own_id: str,
+    votes_received: list[tuple[str, str]],  # (voter id, reason)
+    noun: str,
+) -> list[Message]:
+    """The winner's final turn: present the best final answer, with only `new_answer`."""
+    answers = "\n\n".join(f"<{aid}{' (yours)' if aid == own_id else ''}>\n{text}\n<end of {aid}>"
+                          for aid, text in all_answers)
+    reasons = "\n".join(f"- {voter}: {reason}" for voter, reason in votes_received) or "- (none)"
+    sys = (own_system.strip() + "\n\n" if own_system else "") + (
+        f"The team voted and your {noun} was selected as the best. Now present the final "
+        f"{noun} to the user.")
+    text = (
+        task_block(task, context, instructions)
+        + f"\n\n<ALL ANSWERS>\n{answers}\n</ALL ANSWERS>\n\n<VOTES FOR YOU>\n{reasons}\n"
+        f"</VOTES FOR YOU>\n\nPresent the best final {noun} to the original message: keep "
+        f"what made yours win, fold in the real strengths of the others, fix anything the "
+        f"votes or other answers show is wrong. Call new_answer with the complete final "
+        f"{noun}; it is returned to the user as is."
+    )
+    return [system(sys), user(text)]

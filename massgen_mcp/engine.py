@@ -1,0 +1,228 @@
+"""Runs a team on a task: backends, tool servers, the orchestrator and the run record.
+
+The `Engine` is shared by the CLI, the Python API and the MCP server. It also keeps the
+runs that are live in this process, so they can be followed and cancelled.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .backends import Backend, create_backend
+from .config import Environment, Team
+from .coordination.answers import AnswerFormat
+from .coordination.orchestrator import Orchestrator
+from .coordination.result import RunResult
+from .errors import BackendError, MassgenError, RunNotFoundError
+from .messages import Message, ToolSpec, Turn
+from .paths import state_dir
+from .runs import Redactor, RunRecord, RunStore, check_run_id, new_run_id
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[dict[str, Any]], None]
+# Events after which status.json is rewritten (the rest only go to events.jsonl).
+_STATUS_EVENTS = frozenset({"answer", "vote", "agent_failed", "consensus", "restart",
+                            "presentation_started", "tool_server_failed"})
+
+
+class _BrokenBackend:
+    """Stands in for a backend that could not be built, so the agent fails like any other."""
+
+    def __init__(self, provider: str, model: str, error: str) -> None:
+        self.provider, self.model, self.error = provider, model, error
+
+    async def turn(self, messages: list[Message], tools: list[ToolSpec], *,
+                   require_tool: bool = False) -> Turn:
+        raise BackendError(self.error, provider=self.provider, model=self.model)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass(eq=False)
+class LiveRun:
+    run_id: str
+    record: RunRecord
+    listeners: list[Listener] = field(default_factory=list)
+    orchestrator: Orchestrator | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: RunResult | None = None
+    cancel_requested: bool = False
+
+    def snapshot(self) -> RunResult | None:
+        if self.result is not None:
+            return self.result
+        return self.orchestrator.result() if self.orchestrator else None
+
+
+class Engine:
+    def __init__(self, state: Path | None = None, env: Environment | None = None) -> None:
+        self.state = state or state_dir()
+        self.env = env or Environment()
+        self.store = RunStore(self.state)
+        self.live: dict[str, LiveRun] = {}
+
+    # ------------------------------------------------------------------ running
+
+    def prepare(self, team: Team, task: str, *, mode: str = "consensus") -> LiveRun:
+        """Create the run id and record, so callers can return the id before the run starts."""
+        run_id = new_run_id()
+        secrets = [a.api_key.get_secret_value() for a in team.agents if a.api_key]
+        meta = {"task": task, "team": team.name, "source": team.source, "mode": mode,
+                "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
+                           for a in team.agents]}
+        live = LiveRun(run_id, RunRecord(self.state, run_id, Redactor(secrets), meta))
+        self.live[run_id] = live
+        return live
+
+    async def execute(
+        self,
+        live: LiveRun,
+        team: Team,
+        task: str,
+        *,
+        context: str | None = None,
+        answer_format: AnswerFormat | None = None,
+        backend_context: dict[str, Any] | None = None,
+    ) -> RunResult:
+        """Run a prepared run to its end. A cancelled caller still gets a `cancelled` record."""
+        backends = self._backends(team, backend_context or {})
+        orch: Orchestrator | None = None
+        try:
+            async with AsyncExitStack() as stack:
+                toolboxes = await self._toolboxes(stack, team, live)
+                orch = Orchestrator(
+                    team, backends, task, run_id=live.run_id, log_dir=str(live.record.dir),
+                    context=context, answer_format=answer_format, toolboxes=toolboxes,
+                    emit=lambda kind, data: self._on_event(live, kind, data))
+                live.orchestrator = orch
+                if live.cancel_requested:
+                    orch.cancel()
+                result = await orch.run()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                result = self._stopped(live, team, task, "cancelled")
+                await self._close(backends)
+            raise
+        except Exception as e:
+            with anyio.CancelScope(shield=True):
+                result = self._stopped(live, team, task, "failed", error=str(e))
+                await self._close(backends)
+            if isinstance(e, MassgenError):
+                return result
+            raise
+        await self._close(backends)
+        self._finish(live, result)
+        return result
+
+    async def run(
+        self, team: Team, task: str, *, mode: str = "consensus",
+        listener: Listener | None = None, **kwargs: Any,
+    ) -> RunResult:
+        live = self.prepare(team, task, mode=mode)
+        if listener:
+            live.listeners.append(listener)
+        return await self.execute(live, team, task, **kwargs)
+
+    def cancel(self, run_id: str) -> bool:
+        """Ask a live run to stop; returns False when it is not running in this process."""
+        live = self.live.get(check_run_id(run_id))
+        if live is None or live.result is not None:
+            return False
+        live.cancel_requested = True
+        if live.orchestrator is not None:
+            live.orchestrator.cancel()
+        return True
+
+    # ------------------------------------------------------------------ reading
+
+    def get(self, run_id: str) -> RunResult:
+        live = self.live.get(check_run_id(run_id))
+        if live is not None:
+            snap = live.snapshot()
+            if snap is not None:
+                return snap
+        return self.store.load(run_id)
+
+    def list(self, limit: int = 20) -> list[RunResult]:
+        out = []
+        for run_id in self.store.ids():
+            try:
+                out.append(self.get(run_id))
+            except (RunNotFoundError, ValueError) as e:
+                log.warning("skipping run %s: %s", run_id, e)
+            if len(out) >= limit:
+                break
+        return out
+
+    # ------------------------------------------------------------------ internals
+
+    def _backends(self, team: Team, context: dict[str, Any]) -> dict[str, Backend]:
+        out: dict[str, Backend] = {}
+        for spec in team.agents:
+            try:
+                out[spec.id] = create_backend(spec, **context)
+            except MassgenError as e:
+                out[spec.id] = _BrokenBackend(spec.provider.name, spec.model, str(e))
+        return out
+
+    async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun) -> dict[str, Any]:
+        if not any(a.backend.servers() for a in team.agents):
+            return {}
+        from .agent_tools import open_toolboxes  # only runs that use tools pay for the import
+
+        cfg = team.orchestrator
+        return await stack.enter_async_context(open_toolboxes(
+            {a.id: a.backend for a in team.agents if a.backend.servers()},
+            run_dir=live.record.dir,
+            startup_timeout=cfg.tool_server_startup_timeout_seconds,
+            call_timeout=cfg.tool_call_timeout_seconds,
+            on_event=lambda kind, data: self._on_event(live, kind, data)))
+
+    def _on_event(self, live: LiveRun, kind: str, data: dict[str, Any]) -> None:
+        line = live.record.event(kind, data)
+        if kind in _STATUS_EVENTS and live.orchestrator is not None:
+            live.record.status(live.orchestrator.result())
+        for listener in list(live.listeners):
+            try:
+                listener(line)
+            except Exception:
+                log.exception("run listener failed")
+
+    def _stopped(self, live: LiveRun, team: Team, task: str, status: str,
+                 error: str | None = None) -> RunResult:
+        orch = live.orchestrator
+        if orch is not None:
+            orch.cancel("cancelled" if status == "cancelled" else "failed")
+            orch.settle()
+            result = orch.result()
+        else:
+            result = RunResult(run_id=live.run_id, status="failed", task=task[:500],
+                               team=team.name, log_dir=str(live.record.dir))
+        result.status = status  # type: ignore[assignment]
+        if error:
+            result.error = error
+        self._on_event(live, "run_finished", {"status": status, "error": error})
+        self._finish(live, result)
+        return result
+
+    def _finish(self, live: LiveRun, result: RunResult) -> None:
+        live.result = result
+        live.record.finish(result)
+        live.done.set()
+        self.live.pop(live.run_id, None)  # from now on it is served from its files
+
+    async def _close(self, backends: dict[str, Backend]) -> None:
+        for b in backends.values():
+            try:
+                await b.aclose()
+            except Exception:
+                log.debug("closing backend failed", exc_info=True)
