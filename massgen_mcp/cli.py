@@ -14,7 +14,6 @@ the server must not load provider SDKs before a run needs them.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -155,11 +154,12 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
     import anyio
 
     from .errors import MassgenError
+    from .progress import describe_event
 
     def progress(line: dict[str, Any]) -> None:
         if args.quiet:
             return
-        msg = line.get("message") or _describe(line)
+        msg = describe_event(line)
         if msg:
             print(f"[{line.get('t', 0):6.1f}s] {msg}", file=sys.stderr, flush=True)
 
@@ -188,27 +188,6 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
     if status == "completed":
         return EXIT_OK
     return EXIT_PARTIAL if status in ("timeout", "budget_exceeded") else EXIT_FAILED
-
-
-def _describe(line: dict[str, Any]) -> str:
-    kind = line.get("kind", "")
-    if kind == "run_started":
-        agents = ", ".join(f"{a['agent']} ({a['provider']}/{a['model']})"
-                           for a in line.get("agents", []))
-        return f"started: {agents}"
-    if kind == "restart":
-        return f"restart: {', '.join(line.get('agents', []))} look again"
-    if kind == "invalid_call":
-        return f"{line.get('agent')}: invalid call ({'; '.join(line.get('problems', []))})"
-    if kind == "tool_call":
-        return f"{line.get('agent')} used {line.get('tool')}" + (
-            " (error)" if line.get("is_error") else "")
-    if kind == "run_finished":
-        return f"finished: {line.get('status')}"
-    if kind in ("timeout", "budget_exceeded", "tool_server_failed"):
-        details = {k: v for k, v in line.items() if k not in ("seq", "ts", "kind", "t")}
-        return f"{kind.replace('_', ' ')}: {json.dumps(details)}"
-    return ""
 
 
 def _setup_command(args: argparse.Namespace) -> int:

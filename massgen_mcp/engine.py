@@ -69,6 +69,7 @@ class Engine:
         self.env = env or Environment()
         self.store = RunStore(self.state)
         self.live: dict[str, LiveRun] = {}
+        self.shutting_down = False  # set by the server on exit: live runs become interrupted
 
     # ------------------------------------------------------------------ running
 
@@ -109,7 +110,8 @@ class Engine:
                 result = await orch.run()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                result = self._stopped(live, team, task, "cancelled")
+                status = "interrupted" if self.shutting_down else "cancelled"
+                result = self._stopped(live, team, task, status)
                 await self._close(backends)
             raise
         except Exception as e:

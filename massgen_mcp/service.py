@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import Environment, Team, resolve_team
+from .config import Environment, Team, auto_team_models, resolve_team
 from .coordination.answers import AnswerFormat
 from .coordination.result import RunResult
 from .engine import Engine, Listener, LiveRun
@@ -64,7 +64,7 @@ class Service:
     def state(self) -> Path:
         return self.engine.state
 
-    def team_for(
+    async def team_for(
         self,
         *,
         models: str | list[str] | None = None,
@@ -75,9 +75,15 @@ class Service:
         timeout_s: float | None = None,
         max_total_tokens: int | None = None,
     ) -> Team:
-        chosen = resolve_team(models=models, team=team,
-                              default_team=default_team or self.default_team,
-                              env=self.env, sampling_available=sampling_available)
+        default_team = default_team or self.default_team
+        extra: list[str] = []
+        if not (models or team or default_team or auto_team_models(self.env)):
+            from .doctor import local_models, local_team_models
+
+            extra = local_team_models(await local_models(self.env))
+        chosen = resolve_team(models=models, team=team, default_team=default_team,
+                              env=self.env, sampling_available=sampling_available,
+                              extra_models=extra)
         if timeout_s is not None and timeout_s <= 0:
             raise InputError("timeout_s must be a positive number of seconds")
         if max_answers_per_agent is not None and max_answers_per_agent < 1:
@@ -118,7 +124,7 @@ def _service_from_args(args: argparse.Namespace) -> Service:
 async def consensus_once(args: argparse.Namespace, listener: Callable[[dict[str, Any]], None]
                          ) -> RunResult:
     service = _service_from_args(args)
-    team = service.team_for(models=args.models, team=args.team,
+    team = await service.team_for(models=args.models, team=args.team,
                             max_answers_per_agent=args.max_answers, timeout_s=args.timeout_s,
                             max_total_tokens=args.max_total_tokens)
     prepared = service.prepare(team, args.task, context=service.context_for(args.context,

@@ -1,0 +1,159 @@
+"""Anthropic Messages.
+
+The system prompt travels outside the messages, tool results are ``tool_result`` blocks in a
+user message, consecutive messages of one role are merged (the API wants user and assistant
+to alternate), and ``max_tokens`` is required (8192 when unset).
+
+Retries and timeouts are the SDK's: `max_retries` attempts with exponential backoff that
+honours ``Retry-After`` / ``retry-after-ms`` on 408, 409, 429, 5xx and 529 (overloaded),
+and connection errors; `request_timeout_seconds` bounds each attempt. Thinking blocks are
+echoed back unchanged through `Turn.provider_data`, as the API requires during tool use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
+from .openai_chat import (
+    bad_reply_error,
+    connection_error,
+    new_call_id,
+    parse_arguments,
+    status_error,
+    timeout_error,
+)
+
+if TYPE_CHECKING:
+    from ..config import AgentSpec
+
+DEFAULT_MAX_TOKENS = 8192
+_WIRE = "anthropic"
+
+
+@contextmanager
+def _api_errors(spec: AgentSpec) -> Iterator[None]:
+    """Translate the anthropic SDK's exceptions; cancellation passes through untouched."""
+    import anthropic
+
+    try:
+        yield
+    except anthropic.APIStatusError as e:
+        body = e.body if isinstance(e.body, dict) else {}
+        detail = (body.get("error") or {}).get("message") or body.get("message") or e.message
+        raise status_error(spec, e.status_code, str(detail)) from None
+    except anthropic.APITimeoutError:
+        raise timeout_error(spec) from None
+    except anthropic.APIConnectionError as e:
+        raise connection_error(spec, str(e.__cause__ or e)) from None
+    except anthropic.AnthropicError as e:
+        raise bad_reply_error(spec, str(e)) from None
+
+
+class AnthropicBackend:
+    """`Backend` for the Anthropic Messages wire format."""
+
+    def __init__(self, spec: AgentSpec, **context: Any) -> None:
+        import anthropic
+
+        self.provider = spec.provider.name
+        self.model = spec.model
+        self._spec = spec
+        key = spec.api_key.get_secret_value() if spec.api_key else "not-needed"
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key, base_url=spec.base_url, max_retries=spec.backend.max_retries,
+            timeout=spec.backend.request_timeout_seconds)
+
+    async def turn(
+        self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
+    ) -> Turn:
+        params = self._params(messages, tools, require_tool)
+        with _api_errors(self._spec):
+            response = await self._client.messages.create(**params)
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        thinking: list[dict[str, Any]] = []
+        for block in response.content or []:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                args, error = parse_arguments(block.input)
+                calls.append(ToolCall(block.id or new_call_id(), block.name, args, error))
+            elif block.type == "thinking":
+                thinking.append(
+                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+            elif block.type == "redacted_thinking":
+                thinking.append({"type": "redacted_thinking", "data": block.data})
+        u = response.usage
+        usage = Usage(calls=1)
+        if u is not None:
+            usage.input_tokens = ((u.input_tokens or 0) + (u.cache_read_input_tokens or 0)
+                                  + (u.cache_creation_input_tokens or 0))
+            usage.output_tokens = u.output_tokens or 0
+        data = {"wire": _WIRE, "thinking": thinking} if thinking else None
+        return Turn("".join(texts), tuple(calls), usage, response.stop_reason, data)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def _params(
+        self, messages: list[Message], tools: list[ToolSpec], require_tool: bool
+    ) -> dict[str, Any]:
+        b = self._spec.backend
+        system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": _wire_messages(messages),
+            "max_tokens": b.max_tokens or DEFAULT_MAX_TOKENS,
+        }
+        if system:
+            params["system"] = system
+        if tools:
+            params["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in tools]
+            params["tool_choice"] = {"type": "any" if require_tool else "auto"}
+        if b.temperature is not None:
+            params["temperature"] = b.temperature
+        if b.top_p is not None:
+            params["top_p"] = b.top_p
+        if b.effort:
+            params["output_config"] = {"effort": b.effort}
+        return params
+
+
+def _blocks(m: Message) -> list[dict[str, Any]]:
+    if m.role == "tool":
+        return [{"type": "tool_result", "tool_use_id": m.tool_call_id,
+                 "content": m.content, "is_error": m.is_error}]
+    # Anthropic rejects empty text blocks.
+    text = [{"type": "text", "text": m.content}] if m.content else []
+    if m.role != "assistant":
+        return text
+    data = m.provider_data
+    thinking = data.get("thinking", []) if isinstance(data, dict) and data.get(
+        "wire") == _WIRE else []
+    uses = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+            for c in m.tool_calls]
+    return [*thinking, *text, *uses]
+
+
+def _wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        role = "assistant" if m.role == "assistant" else "user"
+        blocks = _blocks(m)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    for msg in out:
+        # The API wants tool results first in a user message.
+        msg["content"].sort(key=lambda b: b["type"] != "tool_result")
+    return out
