@@ -436,25 +436,33 @@ async def open_toolboxes(
                         call_timeout=call_timeout, base_env=base_env) for s in config.servers]
         servers += mine
         toolboxes[agent_id] = AgentToolbox(agent_id, config, mine, emit)
-    async with anyio.create_task_group() as tg:
-        try:
-            for server in servers:
-                tg.start_soon(server.run, name=f"mcp:{server.agent_id}/{server.name}")
-            deadline = anyio.current_time() + startup_timeout
-            for server in servers:
-                await server.wait_settled(deadline)
-            for box in toolboxes.values():
-                box._build()
-            for server in servers:
-                if server.state == "ready":
-                    emit("tool_server_started", {
-                        "agent": server.agent_id, "server": server.name,
-                        "tools": len(server.tools),
-                        "seconds": round(server.startup_seconds or 0.0, 3)})
-            yield toolboxes
-        finally:
-            for server in servers:
-                server.close()
+    try:
+        async with anyio.create_task_group() as tg:
+            try:
+                for server in servers:
+                    tg.start_soon(server.run, name=f"mcp:{server.agent_id}/{server.name}")
+                deadline = anyio.current_time() + startup_timeout
+                for server in servers:
+                    await server.wait_settled(deadline)
+                for box in toolboxes.values():
+                    box._build()
+                for server in servers:
+                    if server.state == "ready":
+                        emit("tool_server_started", {
+                            "agent": server.agent_id, "server": server.name,
+                            "tools": len(server.tools),
+                            "seconds": round(server.startup_seconds or 0.0, 3)})
+                yield toolboxes
+            finally:
+                for server in servers:
+                    server.close()
+    except BaseExceptionGroup as group:
+        # Session tasks never raise, so a group holds what the caller's block raised:
+        # hand that back as it was, not wrapped by our task group.
+        if len(group.exceptions) != 1:
+            raise
+        exc = group.exceptions[0]
+        raise exc from exc.__cause__
 
 
 def _spec(name: str, tool: types.Tool) -> ToolSpec:

@@ -115,10 +115,11 @@ class AnthropicBackend:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools]
             params["tool_choice"] = {"type": "any" if require_tool else "auto"}
-        if b.temperature is not None:
-            params["temperature"] = b.temperature
-        if b.top_p is not None:
-            params["top_p"] = b.top_p
+        # anthropic>=1.0 dropped the sampling arguments (newer models reject them), but the
+        # API still takes them on models that support them.
+        sampling = {"temperature": b.temperature, "top_p": b.top_p}
+        if extra := {k: v for k, v in sampling.items() if v is not None}:
+            params["extra_body"] = extra
         if b.effort:
             params["output_config"] = {"effort": b.effort}
         return params

@@ -136,11 +136,13 @@ class GeminiBackend:
                 calls.append(ToolCall(call_id, fc.name or "", args, error))
         finish = _name(candidate.finish_reason)
         if finish in _MALFORMED and not calls:
-            message = candidate.finish_message or finish
+            # The Gemini API (unlike Vertex) gives no finish message, so the name may be lost.
+            message = candidate.finish_message or ""
             match = _API_CALL.search(message) or _CALLED_NAME.search(message.partition(":")[2])
             calls.append(ToolCall(
-                _GENERATED + new_call_id(), match.group(1) if match else "unknown",
-                arguments_error=f"Gemini rejected the function call: {message}"))
+                _GENERATED + new_call_id(), match.group(1) if match else "malformed_function_call",
+                arguments_error=f"the function call was malformed ({finish}): "
+                                f"{message or 'call the tool again with a JSON object'}"))
         data = None
         if any(p.thought_signature for p in parts):
             data = {"wire": _WIRE,

@@ -21,8 +21,10 @@ import re
 from typing import Any
 
 from .bash_rules import check_bash, sql_finding
+from .matching import split_mcp_name
 from .policy import Finding
 from .scope import Scope
+from .shell import wordset
 
 WRITE_TOOLS: dict[str, str] = {
     "Write": "file_path",
@@ -47,23 +49,13 @@ for _group, _verbs, _what in (
 
 _COMMAND_ARGS = ("command", "cmd", "script", "shell_command", "bash")
 _SQL_ARGS = ("sql", "query", "statement", "statements")
-_SQL_HINTS = frozenset(
+_SQL_HINTS = wordset(
     "sql postgres postgresql pg mysql sqlite db database supabase bigquery snowflake duckdb "
-    "clickhouse neon turso planetscale query execute".split()
+    "clickhouse neon turso planetscale query execute"
 )
 _PATH_ARGS = ("path", "file_path", "filepath", "file", "filename", "destination", "dest",
               "target", "target_path", "output_path")
-_WRITE_VERBS = frozenset("write edit create save put upload move copy append rename".split())
-
-
-def split_mcp_name(tool_name: str) -> tuple[str, str] | None:
-    """`mcp__server__tool` -> ("server", "tool"); None for a non-MCP tool name."""
-    if not tool_name.startswith("mcp__"):
-        return None
-    parts = tool_name.split("__", 2)
-    if len(parts) < 3:
-        return None
-    return parts[1], parts[2]
+_WRITE_VERBS = wordset("write edit create save put upload move copy append rename")
 
 
 def name_words(name: str) -> list[str]:

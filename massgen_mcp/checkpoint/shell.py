@@ -190,3 +190,8 @@ def command_head(cmd: SimpleCommand) -> str:
         if len(words) >= 3:
             break
     return " ".join(words)
+
+
+def wordset(text: str) -> frozenset[str]:
+    """A set of names written as one space-separated string (keeps long tables readable)."""
+    return frozenset(text.split())

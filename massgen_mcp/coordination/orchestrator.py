@@ -267,7 +267,7 @@ class Orchestrator:
         with_answers = sum(1 for b in self.agents if b.answers)
         live = sum(1 for b in self.agents if b.live)
         self._emit("answer", agent=a.spec.id, label=a.label, agents_with_answers=with_answers,
-                   live_agents=live, message=f"{a.anon} answered ({with_answers}/{live})")
+                   live_agents=live, message=f"{a.spec.id} answered ({with_answers}/{live})")
         if restarted:
             self._restarts += len(restarted)
             self._emit("restart", agents=restarted, cause=a.spec.id)
@@ -282,14 +282,14 @@ class Orchestrator:
         live = sum(1 for b in self.agents if b.live)
         self._emit("vote", agent=a.spec.id, voted_for=target.spec.id, label=a.vote_label,
                    reason=d.reason, votes=voted, live_agents=live,
-                   message=f"{a.anon} voted for {d.voted_for} (votes {voted}/{live})")
+                   message=f"{a.spec.id} voted for {target.spec.id} (votes {voted}/{live})")
         self._check_consensus()
 
     def _fail(self, a: _Agent, error: str) -> None:
         a.error = error
         a.vote = None
         self._emit("agent_failed", agent=a.spec.id, error=error,
-                   message=f"{a.anon} dropped: {error}")
+                   message=f"{a.spec.id} dropped: {error}")
         self._check_consensus()
 
     def _check_consensus(self) -> None:
@@ -429,13 +429,13 @@ class Orchestrator:
         w = next(a for a in self.agents if a.spec.id == winner_id)
         self._winner = w
         self._emit("consensus", winner=w.spec.id, label=w.label, tally=dict(tally),
-                   message=f"{w.anon} wins with {tally[w.spec.id]} votes")
+                   message=f"{w.spec.id} wins with {tally[w.spec.id]} votes")
         stored = w.answers[-1]
         if self.cfg.skip_final_presentation or not w.live:
             self._final = stored
             return
         self._emit("presentation_started", agent=w.spec.id,
-                   message=f"{w.anon} is presenting the final answer")
+                   message=f"{w.spec.id} is presenting the final answer")
         self._final = stored  # stands if the presentation fails or is cut short
         messages = prompts.presentation_messages(
             own_system=w.spec.system_message, task=self.task, context=self.context,

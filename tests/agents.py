@@ -1,0 +1,38 @@
+"""Scripted agents for consensus scenarios (functions of the request the provider received)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from scripted_provider import Reply, ScriptRequest, Text, answer, vote
+
+YOUR_OWN = "Your own latest"
+
+
+def has_answered(req: ScriptRequest) -> bool:
+    """The agent sees one of its own answers in the prompt."""
+    return YOUR_OWN in req.last_user_text
+
+
+def presenting(req: ScriptRequest) -> bool:
+    return "Present the best final" in req.last_user_text
+
+
+def answer_then_vote(text: str, target: str | Callable[[ScriptRequest], str] = "agent1",
+                     final: str | None = None) -> Callable[[ScriptRequest], Reply]:
+    """Answer once, then vote for `target` (an anonymous id or a chooser); present `final`."""
+
+    def script(req: ScriptRequest) -> Reply:
+        if presenting(req):
+            return answer(final or f"FINAL: {text}")
+        if not has_answered(req):
+            return answer(text)
+        who = target(req) if callable(target) else target
+        return vote(who, f"{who} is the most complete")
+
+    return script
+
+
+def best_label(req: ScriptRequest) -> str:
+    """The first valid vote target."""
+    return req.tool_enum("vote", "agent_id")[0]

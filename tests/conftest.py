@@ -1,0 +1,42 @@
+"""Shared fixtures: one loopback scripted provider per session, reset for every test."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from scripted_provider import ScriptedProvider  # noqa: E402
+
+# No test may see a real key, and no test may reach a real provider.
+for _var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+             "OPENROUTER_API_KEY", "XAI_API_KEY", "GROQ_API_KEY", "TOGETHER_API_KEY",
+             "MASSGEN_MCP_HOME", "MASSGEN_MCP_TOKEN"):
+    os.environ.pop(_var, None)
+
+
+@pytest.fixture(scope="session")
+def _provider_server() -> Iterator[ScriptedProvider]:
+    with ScriptedProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def provider(_provider_server: ScriptedProvider) -> Iterator[ScriptedProvider]:
+    _provider_server.reset()
+    yield _provider_server
+    errors = list(_provider_server.script_errors)
+    _provider_server.reset()
+    assert not errors, f"a script raised: {errors!r}"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A clean working directory (runs are recorded under its .massgen/)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -1,0 +1,31 @@
+"""Small builders shared by the tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from massgen_mcp.config import Environment, Team, team_from_data
+from massgen_mcp.coordination.result import RunResult
+from massgen_mcp.engine import Engine
+from scripted_provider import ScriptedProvider
+
+
+def make_team(provider: ScriptedProvider, agents: list[tuple[str, str, str]],
+              **orchestrator: Any) -> Team:
+    """agents: (agent id, wire, scripted model name)."""
+    data = {"agents": [{"id": aid, "backend": provider.backend(wire, model, max_retries=0)}
+                       for aid, wire, model in agents],
+            "orchestrator": orchestrator}
+    return team_from_data(data, "test-team.yaml", Environment({}))
+
+
+async def run_team(team: Team, state: Path, task: str = "What is the best queue?",
+                   events: list[dict[str, Any]] | None = None, **kwargs: Any) -> RunResult:
+    engine = Engine(state / ".massgen", Environment({}))
+    listener = events.append if events is not None else None
+    return await engine.run(team, task, listener=listener, **kwargs)
+
+
+def kinds(events: list[dict[str, Any]]) -> list[str]:
+    return [e["kind"] for e in events]
