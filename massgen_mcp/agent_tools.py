@@ -25,15 +25,17 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
-from mcp import ClientSession
-from mcp.shared.exceptions import MCPError
 
-from .config import BackendConfig, MCPServerConfig
 from .messages import ToolCall, ToolSpec
+
+if TYPE_CHECKING:  # the MCP SDK is imported on first use: runs without tools never pay for it
+    import mcp_types as types
+    from mcp import ClientSession
+
+    from .config import BackendConfig, MCPServerConfig
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +101,8 @@ def server_environment(
 
 def render_result(result: types.CallToolResult, limit: int = MAX_RESULT_CHARS) -> str:
     """A tool result as text: text blocks joined, other content described, size bounded."""
+    import mcp_types as types
+
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, types.TextContent):
@@ -151,11 +155,14 @@ class _Server:
         self.stderr_path: Path | None = None
 
     async def run(self) -> None:
+        from mcp import ClientSession
+
         t0 = time.monotonic()
         with self._scope:
             try:
                 async with AsyncExitStack() as stack:
-                    session = await self._open(stack)
+                    read, write = await self._open(stack)
+                    session = await stack.enter_async_context(ClientSession(read, write))
                     await session.initialize()
                     self.tools = await _list_tools(session)
                     self._session = session
@@ -174,19 +181,20 @@ class _Server:
         self._settled.set()
 
     def _startup_failure(self, exc: BaseException) -> str:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
             exc = exc.exceptions[0]
-        if isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
+        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
             what = "exited during start-up" if self.stderr_path else "closed the connection"
             return what + self._stderr_tail()
         return _describe(exc) + self._stderr_tail()
 
-    async def _open(self, stack: AsyncExitStack) -> ClientSession:
+    async def _open(self, stack: AsyncExitStack) -> Any:
         if self.config.type == "streamable-http":
-            read, write = await self._open_http(stack)
-        else:
-            read, write = await self._open_stdio(stack)
-        return await stack.enter_async_context(ClientSession(read, write))
+            return await self._open_http(stack)
+        return await self._open_stdio(stack)
 
     async def _open_stdio(self, stack: AsyncExitStack) -> Any:
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -237,6 +245,9 @@ class _Server:
             self._scope.cancel()
 
     async def call(self, tool: str, exposed: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
         session = self._session
         if self.state != "ready" or session is None:
             return self._unavailable(exposed), True
@@ -247,9 +258,9 @@ class _Server:
         except TimeoutError:
             return self._timed_out(exposed), True
         except MCPError as e:
-            if e.code == types.REQUEST_TIMEOUT:
+            if e.code == REQUEST_TIMEOUT:
                 return self._timed_out(exposed), True
-            if e.code == types.CONNECTION_CLOSED:
+            if e.code == CONNECTION_CLOSED:
                 self.lost(f"the connection was lost during a call to {tool}{self._stderr_tail()}")
                 return self._unavailable(exposed), True
             return f"{exposed} failed: MCP error {e.code}: {e.message}", True
@@ -261,6 +272,7 @@ class _Server:
             self.state = "closing"
             self._closing.set()
         elif self.state == "starting":
+            self.state, self.reason = "failed", "the run ended before it started"
             self._scope.cancel()
 
     def lost(self, reason: str) -> None:
@@ -294,7 +306,13 @@ class _Server:
                 lines = f.read().decode("utf-8", "replace").strip().splitlines()
         except OSError:
             return ""
-        return f"; last stderr line: {lines[-1][-300:]}" if lines else ""
+        if not lines:
+            return ""
+        line = lines[-1][-300:]
+        for secret in self.config.env.values():  # a server may echo its own token
+            if len(secret) >= 8:
+                line = line.replace(secret, "***")
+        return f"; last stderr line: {line}"
 
 
 class AgentToolbox:
@@ -369,7 +387,8 @@ class AgentToolbox:
                 self.notes.append(f"MCP server '{server.name}': {hidden} of {len(server.tools)} "
                                   "tools hidden by allowed_tools/exclude_tools")
         if len(ready) == len(self._servers):  # a failed server's names cannot be checked
-            lists = [self._config.allowed_tools, self._config.exclude_tools]
+            lists: list[Sequence[str] | None] = [self._config.allowed_tools,
+                                                 self._config.exclude_tools]
             for server in self._servers:
                 lists += [server.config.allowed_tools, server.config.exclude_tools]
             for entry in dict.fromkeys(e for entries in lists for e in entries or ()):
@@ -474,6 +493,8 @@ def _spec(name: str, tool: types.Tool) -> ToolSpec:
 
 
 async def _list_tools(session: ClientSession) -> list[types.Tool]:
+    import mcp_types as types
+
     tools: list[types.Tool] = []
     cursor: str | None = None
     while True:
@@ -487,6 +508,8 @@ async def _list_tools(session: ClientSession) -> list[types.Tool]:
 
 def _describe(exc: BaseException) -> str:
     """A one-line account of a failure, unwrapping task-group exception groups."""
+    from mcp.shared.exceptions import MCPError
+
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):

@@ -81,6 +81,9 @@ class Engine:
                 "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
                            for a in team.agents]}
         live = LiveRun(run_id, RunRecord(self.state, run_id, Redactor(secrets), meta))
+        # status.json exists from the start, so a run whose process dies is never lost
+        live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
+                                     team=team.name, log_dir=str(live.record.dir)))
         self.live[run_id] = live
         return live
 

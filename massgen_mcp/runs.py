@@ -150,8 +150,16 @@ class RunStore:
         """Run ids, newest first."""
         if not self.root.is_dir():
             return []
-        ids = sorted((p.name for p in self.root.iterdir() if _RUN_ID.match(p.name)),
-                     reverse=True)
+        def created(p: Path) -> tuple[str, int]:
+            # ids carry whole seconds; within a second, meta.json's write time orders them
+            try:
+                return p.name[:20], (p / "meta.json").stat().st_mtime_ns
+            except OSError:
+                return p.name[:20], 0
+
+        dirs = sorted((p for p in self.root.iterdir() if _RUN_ID.match(p.name)), key=created,
+                      reverse=True)
+        ids = [p.name for p in dirs]
         return ids[:limit] if limit else ids
 
     def events(self, run_id: str) -> list[dict[str, Any]]:

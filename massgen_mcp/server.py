@@ -418,7 +418,16 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
                             lifespan="on")
     server = uvicorn.Server(config)
-    print(f"massgen-mcp {__version__}: {args.transport} on http://{args.host}:{args.port}"
-          f"{'/sse' if args.transport == 'sse' else '/mcp'}"
-          f"{' (token required)' if token else ''}", file=sys.stderr, flush=True)
-    await server.serve()
+    url = f"http://{args.host}:{args.port}{'/sse' if args.transport == 'sse' else '/mcp'}"
+
+    async def announce() -> None:
+        while not server.started:
+            await anyio.sleep(0.02)
+        # Printed once the socket accepts connections: scripts and tests wait for this line.
+        print(f"massgen-mcp {__version__}: listening on {url} ({args.transport}"
+              f"{', token required' if token else ''})", file=sys.stderr, flush=True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(announce)
+        await server.serve()
+        tg.cancel_scope.cancel()

@@ -22,6 +22,7 @@ from .openai_chat import (
     connection_error,
     new_call_id,
     parse_arguments,
+    ssl_context,
     status_error,
     timeout_error,
 )
@@ -64,7 +65,8 @@ class AnthropicBackend:
         key = spec.api_key.get_secret_value() if spec.api_key else "not-needed"
         self._client = anthropic.AsyncAnthropic(
             api_key=key, base_url=spec.base_url, max_retries=spec.backend.max_retries,
-            timeout=spec.backend.request_timeout_seconds)
+            timeout=spec.backend.request_timeout_seconds,
+            http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()))
 
     async def turn(
         self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False

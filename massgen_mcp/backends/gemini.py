@@ -25,6 +25,7 @@ from .openai_chat import (
     connection_error,
     new_call_id,
     parse_arguments,
+    ssl_context,
     status_error,
     timeout_error,
 )
@@ -98,6 +99,9 @@ class GeminiBackend:
             base_url=spec.base_url,
             api_version=b.api_version,
             timeout=int(b.request_timeout_seconds * 1000),
+            # "ssl" is for its websocket/aiohttp paths, which build a context of their own.
+            client_args={"verify": ssl_context()},
+            async_client_args={"verify": ssl_context(), "ssl": ssl_context()},
             retry_options=types.HttpRetryOptions(
                 attempts=b.max_retries + 1, initial_delay=self.retry_initial_delay,
                 max_delay=self.retry_max_delay))
@@ -170,9 +174,9 @@ class GeminiBackend:
                 types.FunctionDeclaration(
                     name=t.name, description=t.description, parameters_json_schema=t.parameters)
                 for t in tools])]
-            config.tool_config = types.ToolConfig(function_calling_config=types.FunctionCallingConfig(
-                mode=types.FunctionCallingConfigMode.ANY if require_tool
-                else types.FunctionCallingConfigMode.AUTO))
+            mode = types.FunctionCallingConfigMode
+            config.tool_config = types.ToolConfig(function_calling_config=(
+                types.FunctionCallingConfig(mode=mode.ANY if require_tool else mode.AUTO)))
         if b.effort:
             level = b.effort.upper()
             if re.match(r"gemini-(1|2)\.", self.model):

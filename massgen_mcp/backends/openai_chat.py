@@ -10,6 +10,7 @@ the Anthropic and Gemini backends, so all three fail the same way.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -22,6 +23,8 @@ from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
 from ..providers import provider_for_base_url
 
 if TYPE_CHECKING:
+    import ssl
+
     from ..config import AgentSpec
 
 # An Azure API version that accepts everything this backend sends (tools, tool_choice,
@@ -33,6 +36,17 @@ _KEY_SHAPES = re.compile(
     r"\b(?:sk-[A-Za-z0-9_*-]{8,}|AIza[0-9A-Za-z_-]{20,}|xai-[A-Za-z0-9]{8,}|gsk_[A-Za-z0-9]{8,})")
 
 # ---------------------------------------------------------------------------- shared helpers
+
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """One TLS context for every client: building one loads the trust store, which takes
+    ~0.1 s of blocking CPU, and each SDK client would otherwise build its own."""
+    try:
+        import httpx2 as httpx_module  # what the current SDKs use (honours SSL_CERT_FILE)
+    except ImportError:
+        import httpx as httpx_module
+    return httpx_module.create_ssl_context()
 
 
 def new_call_id() -> str:
@@ -92,7 +106,7 @@ def status_error(spec: AgentSpec, status: int, detail: str) -> BackendError:
         return PermanentBackendError(
             f"{where}: authentication failed (HTTP {status}): check {key_hint(spec)}", **kw)
     if status == 404:
-        where_url = f" at {spec.base_url}" if spec.base_url else ""
+        where_url = f" ({spec.base_url})" if spec.base_url else ""
         return PermanentBackendError(
             f"model '{spec.model}' not found at {spec.provider.name}{where_url} (HTTP 404): "
             f"check the model name{' and base_url' if spec.base_url else ''}", **kw)
@@ -168,8 +182,10 @@ class OpenAIChatBackend:
         self._spec = spec
         # Local servers ignore the key, but the SDK refuses to start without one.
         key = spec.api_key.get_secret_value() if spec.api_key else "not-needed"
-        common: dict[str, Any] = {"api_key": key, "max_retries": spec.backend.max_retries,
-                                  "timeout": spec.backend.request_timeout_seconds}
+        common: dict[str, Any] = {
+            "api_key": key, "max_retries": spec.backend.max_retries,
+            "timeout": spec.backend.request_timeout_seconds,
+            "http_client": openai.DefaultAsyncHttpxClient(verify=ssl_context())}
         self._client: openai.AsyncOpenAI
         if spec.provider.name == "azure_openai":
             self._client = openai.AsyncAzureOpenAI(

@@ -63,6 +63,10 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     """Dangerous `git` invocations (see the module docstring for what is gated)."""
     sub, idx = subcommand(cmd, _GIT_GLOBAL_VALUES)
     rest = SimpleCommand("git", cmd.args[idx + 1:])
+    if "-C" in cmd.args[:idx]:  # `git -C repo push`: that repository's branch counts
+        repo = scope.resolve(cmd.args[cmd.args.index("-C") + 1])
+        if repo and os.path.isdir(repo):
+            scope = scope.with_cwd(repo)
     pos = rest.positionals()
     out: list[Finding] = []
     if "--no-verify" in rest.args or (sub == "commit" and rest.has_short_flag("n")):

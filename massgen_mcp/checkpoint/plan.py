@@ -87,7 +87,7 @@ def _loc_path(prefix: str, loc: tuple[int | str, ...]) -> str:
     return path
 
 
-def _pydantic_problems(prefix: str, error: ValidationError) -> list[str]:
+def _pydantic_problems(prefix: str, error: ValidationError, model: str = "step") -> list[str]:
     problems = []
     for err in error.errors():
         loc = tuple(err["loc"])
@@ -96,9 +96,11 @@ def _pydantic_problems(prefix: str, error: ValidationError) -> list[str]:
         if kind == "missing":
             problems.append(f"{path}: required field is missing")
         elif kind == "extra_forbidden":
-            owner = "step" if len(loc) == 1 else ("approved_action" if len(loc) == 2 else "action")
-            problems.append(f"{path}: unknown field (a {owner.replace('_', ' ')} has "
-                            f"{_FIELDS[owner]})")
+            depth = len(loc) + (2 if model == "action" else 0)
+            owner = "step" if depth == 1 else ("approved_action" if depth == 2 else "action")
+            noun = {"step": "a step", "approved_action": "an approved_action",
+                    "action": "an action spec"}[owner]
+            problems.append(f"{path}: unknown field ({noun} has {_FIELDS[owner]})")
         elif kind == "literal_error":
             problems.append(f"{path}: must be one of {', '.join(KINDS)}")
         elif kind in ("model_type", "dict_type", "model_attributes_type"):
@@ -164,7 +166,7 @@ class _Checker:
             try:
                 spec = ActionSpec.model_validate(node["compensate"])
             except ValidationError as e:
-                self.problems.extend(_pydantic_problems(f"{path}.compensate", e))
+                self.problems.extend(_pydantic_problems(f"{path}.compensate", e, "action"))
             else:
                 self.tool(f"{path}.compensate.tool", spec.tool)
         if "reason" in node and not isinstance(node["reason"], str):
@@ -236,7 +238,13 @@ def validate_checkpoint_plan(
             step = Step.model_validate(raw)
         except ValidationError as e:
             check.problems.extend(_pydantic_problems(path, e))
-            # Still count its goal, so one broken step does not add a second complaint.
+            # Check what can still be checked, and count its goal, so one broken field
+            # neither hides other problems nor adds a spurious "goal not served".
+            pre = raw.get("preconditions")
+            if isinstance(pre, list) and all(isinstance(p, str) for p in pre):
+                check.preconditions(path, pre, i + 1, len(raw_steps))
+            if "recovery" in raw:
+                check.recovery(f"{path}.recovery", raw["recovery"])
             raw_action = raw.get("approved_action")
             if isinstance(raw_action, dict) and isinstance(raw_action.get("goal_id"), str):
                 mapped.add(raw_action["goal_id"])

@@ -9,18 +9,19 @@ every pattern names one of these groups by key. Standard library only (the hook 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import namedtuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyGroup:
+# namedtuple rather than dataclass: dataclasses pulls in inspect and typing, a measurable
+# share of the hook's start-up.
+class PolicyGroup(namedtuple("PolicyGroup", "key title goal anti_patterns")):
     """One group of the safety policy: a key used by patterns, a title, a goal, anti-patterns."""
 
-    key: str
-    title: str
-    goal: str
-    anti_patterns: tuple[str, ...]
+    __slots__ = ()
 
     def criterion(self) -> str:
         """The group as one reviewer criterion."""
@@ -149,13 +150,10 @@ POLICY: tuple[PolicyGroup, ...] = (
 GROUPS: dict[str, PolicyGroup] = {group.key: group for group in POLICY}
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(namedtuple("Finding", "group rule detail")):
     """A tool call matched a dangerous pattern: which policy group, which rule, and why."""
 
-    group: str
-    rule: str
-    detail: str
+    __slots__ = ()
 
     @property
     def title(self) -> str:

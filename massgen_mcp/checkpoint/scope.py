@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 
 from .policy import Finding
 
@@ -36,7 +36,8 @@ _SECRET_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 _SECRET_DIRS = (".ssh", ".aws", ".gnupg")
 _SECRET_SUFFIX = (("/.kube/config", "a cluster credentials file"),
-                  ("/.docker/config.json", "a registry credentials file"))
+                  ("/.docker/config.json", "a registry credentials file"),
+                  ("/massgen-mcp/plan.key", "the key that signs checkpoint plans"))
 _GLOB = re.compile(r"[*?\[]")
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
@@ -80,14 +81,10 @@ def guardrail_finding(path: str) -> Finding | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class Scope:
+class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
     """The directories a hook decision is relative to (all absolute, symlinks resolved)."""
 
-    cwd: str
-    workspace: str
-    home: str
-    temp_roots: tuple[str, ...]
+    __slots__ = ()
 
     @classmethod
     def create(cls, cwd: str, workspace: str | None = None) -> Scope:
@@ -156,18 +153,18 @@ class Scope:
             return Finding("destruction", "rm-root-or-home",
                            f"recursive delete of {what}: {where}")
         if is_under(self.workspace, path):
-            return Finding("destruction", "rm-workspace",
-                           f"recursive delete of {what}: the whole workspace"
-                           + (" contents" if contents else " or a directory above it"))
+            if path != self.workspace:
+                where = "a directory that contains the workspace"
+            else:
+                where = "everything in the workspace" if contents else "the workspace itself"
+            return Finding("destruction", "rm-workspace", f"recursive delete of {what}: {where}")
         if is_under(path, self.workspace):
             rel = path[len(self.workspace):].lstrip("/")
             if rel == ".git" or rel.startswith(".git/"):
                 return Finding("source_control", "rm-git-dir",
                                f"recursive delete of {what}: the repository's .git directory")
             return None
-        if (self.in_temp(path) and not self.climbs_out(target)) or (
-            contents and path in self.temp_roots
-        ):
+        if self.in_temp(path) and not self.climbs_out(target):
             return None
         return Finding("destruction", "rm-outside-workspace",
                        f"recursive delete of {what}, outside the workspace {self.workspace}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
 
 _PUNCT = frozenset(";&|()<>\n")
 _REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<<", "<>", ">&", "<&"})
@@ -37,14 +36,20 @@ _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
 _MAX_DEPTH = 3
 
 
-@dataclass(slots=True)
 class SimpleCommand:
     """One simple command: its program (basename), arguments, and redirection targets."""
 
-    program: str
-    args: list[str] = field(default_factory=list)
-    redirects: list[tuple[str, str]] = field(default_factory=list)
-    raw_program: str = ""
+    __slots__ = ("args", "program", "raw_program", "redirects")
+
+    def __init__(self, program: str, args: list[str] | None = None,
+                 redirects: list[tuple[str, str]] | None = None, raw_program: str = "") -> None:
+        self.program = program
+        self.args = args or []
+        self.redirects = redirects or []
+        self.raw_program = raw_program or program
+
+    def __repr__(self) -> str:
+        return f"SimpleCommand({self.program!r}, {self.args!r}, {self.redirects!r})"
 
     def positionals(self) -> list[str]:
         """Arguments that are not options (everything after `--` counts)."""
@@ -153,9 +158,12 @@ def simple_commands(command: str, _depth: int = 0) -> list[SimpleCommand]:
         if _depth >= _MAX_DEPTH:
             continue
         inner: str | None = None
-        if cmd.program in _SHELLS and "-c" in cmd.args:
-            idx = cmd.args.index("-c")
-            inner = cmd.args[idx + 1] if idx + 1 < len(cmd.args) else None
+        if cmd.program in _SHELLS:
+            # `-c`, or a cluster holding it (`bash -lc '...'`): the next word is the script.
+            idx = next((i for i, a in enumerate(cmd.args)
+                        if a.startswith("-") and not a.startswith("--") and "c" in a), None)
+            if idx is not None and idx + 1 < len(cmd.args):
+                inner = cmd.args[idx + 1]
         elif cmd.program == "eval":
             inner = " ".join(cmd.args)
         if inner:

@@ -1,0 +1,97 @@
+"""Start massgen-mcp as a real process and talk to it with real MCP clients."""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mcp.client.stdio import StdioServerParameters
+from scripted_provider import ScriptedProvider
+
+EXE = shutil.which("massgen-mcp") or str(Path(sys.executable).parent / "massgen-mcp")
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A clean environment: no provider keys, no inherited state directory."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.endswith("_API_KEY") and not k.startswith("MASSGEN_MCP")}
+    env.update(extra or {})
+    return env
+
+
+def write_team(path: Path, provider: ScriptedProvider, agents: list[tuple[str, str, str]],
+               **orchestrator: Any) -> Path:
+    data = {"agents": [{"id": aid, "backend": provider.backend(wire, model, max_retries=0)}
+                       for aid, wire, model in agents],
+            "orchestrator": orchestrator}
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def stdio_params(cwd: Path, *args: str, env: dict[str, str] | None = None
+                 ) -> StdioServerParameters:
+    return StdioServerParameters(command=EXE, args=list(args), env=server_env(env),
+                                 cwd=str(cwd))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RunningServer:
+    def __init__(self, proc: subprocess.Popen[str], url: str, stderr: list[str]) -> None:
+        self.proc, self.url, self.stderr = proc, url, stderr
+
+
+@contextmanager
+def http_server(cwd: Path, *args: str, transport: str = "streamable-http",
+                env: dict[str, str] | None = None, timeout: float = 30.0
+                ) -> Iterator[RunningServer]:
+    """Run `massgen-mcp --transport ...` and yield once it prints that it is listening."""
+    port = free_port()
+    cmd = [EXE, "--transport", transport, "--port", str(port), *args]
+    proc = subprocess.Popen(cmd, cwd=cwd, env=server_env(env), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    lines: list[str] = []
+    ready: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if "listening on" in line:
+                ready.put(line)
+        ready.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        try:
+            line = ready.get(timeout=timeout)
+        except queue.Empty:
+            line = None
+        if line is None:
+            raise RuntimeError("server did not start:\n" + "".join(lines))
+        url = line.split("listening on ", 1)[1].split(" ", 1)[0]
+        yield RunningServer(proc, url, lines)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
