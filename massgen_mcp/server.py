@@ -87,6 +87,14 @@ class Server:
 
     # ------------------------------------------------------------------ running
 
+    def check_sampling(self, team: Any, ctx: Context) -> None:
+        """A team with sampling agents needs a client that can sample on this connection."""
+        from .backends.sampling import NO_BACK_CHANNEL
+
+        if any(a.provider.wire == "sampling" for a in team.agents) and not self.can_sample(ctx):
+            version = getattr(ctx, "protocol_version", None) or "?"
+            raise ToolError(f"{NO_BACK_CHANNEL} (negotiated protocol {version})")
+
     def can_sample(self, ctx: Context) -> bool:
         from .backends.sampling import client_can_sample
 
@@ -207,6 +215,7 @@ def build_server(service: Service) -> tuple[MCPServer, Server]:
                                       sampling_available=app.can_sample(ctx),
                                       max_answers_per_agent=max_answers_per_agent,
                                       timeout_s=timeout_s)
+            app.check_sampling(chosen, ctx)
             prepared = service.prepare(chosen, task, context=service.context_for(context, files),
                                        backend_context={"session": ctx.session})
         except MassgenError as e:

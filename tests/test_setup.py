@@ -1,0 +1,139 @@
+"""`massgen-mcp setup`: idempotent registration, hook entry and instructions block."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from massgen_mcp.checkpoint.setup import HOOK_MATCHER, MD_BEGIN, MD_END, run_setup
+from massgen_mcp.errors import InputError
+
+USER_SETTINGS = {
+    "permissions": {"allow": ["Bash(pytest:*)"]},
+    "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "my-linter-hook"}]}],
+        "PostToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "fmt"}]}]},
+}
+USER_TOML = 'model = "o3"\n\n[mcp_servers.other]\ncommand = "other-server"\n'
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def setup_all(project: Path, **kwargs: object) -> list[str]:
+    return run_setup(project, clients=["claude", "codex", "cursor"], hooks=True,
+                     instructions="CLAUDE.md", **kwargs)  # type: ignore[arg-type]
+
+
+def test_setup_twice_changes_nothing_and_keeps_user_content(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(USER_SETTINGS))
+    (tmp_path / ".mcp.json").write_text(json.dumps(
+        {"mcpServers": {"massgen": {"command": "old", "env": {"MASSGEN_MCP_HOME": "/s"}},
+                        "other": {"command": "x"}}}))
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text(USER_TOML)
+    (tmp_path / "CLAUDE.md").write_text("# My project\n\nUse tabs.\n")
+
+    changes = setup_all(tmp_path)
+    assert sorted(changes) == sorted([
+        "updated .mcp.json (mcpServers.massgen)",
+        "updated .codex/config.toml ([mcp_servers.massgen])",
+        "created .cursor/mcp.json (mcpServers.massgen)",
+        "updated .claude/settings.json (PreToolUse hook)",
+        "updated CLAUDE.md (checkpoint instructions)",
+    ])
+    after_first = snapshot(tmp_path)
+    assert setup_all(tmp_path) == []
+    assert snapshot(tmp_path) == after_first
+
+    mcp = json.loads((tmp_path / ".mcp.json").read_text())
+    assert mcp["mcpServers"]["massgen"] == {"command": "massgen-mcp", "args": [],
+                                            "env": {"MASSGEN_MCP_HOME": "/s"}}
+    assert mcp["mcpServers"]["other"] == {"command": "x"}
+    cursor = json.loads((tmp_path / ".cursor" / "mcp.json").read_text())
+    assert cursor["mcpServers"]["massgen"]["command"] == "massgen-mcp"
+
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert settings["permissions"] == USER_SETTINGS["permissions"]
+    assert settings["hooks"]["PostToolUse"] == USER_SETTINGS["hooks"]["PostToolUse"]
+    pre = settings["hooks"]["PreToolUse"]
+    assert pre[0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
+    assert pre[1] == {"matcher": HOOK_MATCHER, "hooks": [
+        {"type": "command", "command": "massgen-mcp hook pre-tool-use", "timeout": 10}]}
+
+    toml = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())
+    assert toml["model"] == "o3" and toml["mcp_servers"]["other"]["command"] == "other-server"
+    assert toml["mcp_servers"]["massgen"]["command"] == "massgen-mcp"
+    assert toml["mcp_servers"]["massgen"]["tool_timeout_sec"] >= 600
+
+    claude_md = (tmp_path / "CLAUDE.md").read_text()
+    assert claude_md.startswith("# My project\n\nUse tabs.\n\n" + MD_BEGIN)
+    assert claude_md.count(MD_BEGIN) == 1 and "checkpoint_init" in claude_md
+
+
+def test_setup_in_an_empty_project_creates_files(tmp_path: Path) -> None:
+    changes = run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md")
+    assert changes == ["created .mcp.json (mcpServers.massgen)",
+                       "created .claude/settings.json (PreToolUse hook)",
+                       "created AGENTS.md (checkpoint instructions)"]
+    assert (tmp_path / "AGENTS.md").read_text().startswith(MD_BEGIN)
+    assert run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md") == []
+
+
+def test_changed_command_updates_in_place_never_duplicates(tmp_path: Path) -> None:
+    setup_all(tmp_path)
+    changes = setup_all(tmp_path, command=["uvx", "massgen-mcp"])
+    assert len(changes) == 4  # every file but CLAUDE.md names the command
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    hooks = [h for e in settings["hooks"]["PreToolUse"] for h in e["hooks"]]
+    assert [h["command"] for h in hooks] == ["uvx massgen-mcp hook pre-tool-use"]
+    toml_text = (tmp_path / ".codex" / "config.toml").read_text()
+    assert toml_text.count("[mcp_servers.massgen]") == 1
+    assert tomllib.loads(toml_text)["mcp_servers"]["massgen"]["args"] == ["massgen-mcp"]
+
+
+def test_edited_instructions_block_is_restored_between_user_text(tmp_path: Path) -> None:
+    setup_all(tmp_path)
+    path = tmp_path / "CLAUDE.md"
+    text = path.read_text()
+    start, end = text.index(MD_BEGIN), text.index(MD_END) + len(MD_END)
+    path.write_text("Intro\n\n" + text[start:end].replace("checkpoint", "CHK") + "\n\nOutro\n")
+    assert setup_all(tmp_path) == ["updated CLAUDE.md (checkpoint instructions)"]
+    new = path.read_text()
+    assert new.startswith("Intro\n\n" + MD_BEGIN) and new.endswith(MD_END + "\n\nOutro\n")
+    assert "CHK" not in new
+
+
+def test_malformed_json_is_not_overwritten_and_nothing_is_written(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    bad = tmp_path / ".claude" / "settings.json"
+    bad.write_text('{"hooks": ')
+    with pytest.raises(InputError, match=r"settings\.json is not valid JSON"):
+        setup_all(tmp_path)
+    assert bad.read_text() == '{"hooks": '
+    assert snapshot(tmp_path) == {".claude/settings.json": '{"hooks": '}
+
+
+def test_codex_table_outside_the_block_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / ".codex").mkdir()
+    path = tmp_path / ".codex" / "config.toml"
+    path.write_text('[mcp_servers.massgen]\ncommand = "mine"\n')
+    with pytest.raises(InputError, match="outside the massgen-mcp block"):
+        run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None)
+    assert path.read_text() == '[mcp_servers.massgen]\ncommand = "mine"\n'
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"clients": ["vscode"]}, "unknown client 'vscode'"),
+    ({"instructions": "README.md"}, "instructions must be one of"),
+])
+def test_bad_arguments(tmp_path: Path, kwargs: dict[str, object], message: str) -> None:
+    args: dict[str, object] = {"clients": ["claude"], "hooks": False, "instructions": None}
+    with pytest.raises(InputError, match=message):
+        run_setup(tmp_path, **{**args, **kwargs})  # type: ignore[arg-type]
