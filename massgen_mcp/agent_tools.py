@@ -430,7 +430,7 @@ class AgentToolbox:
 
 @asynccontextmanager
 async def open_toolboxes(
-    agents: Mapping[str, AgentToolConfig | Sequence[MCPServerConfig]],
+    agents: Mapping[str, BackendConfig | AgentToolConfig | Sequence[MCPServerConfig]],
     *,
     run_dir: Path,
     startup_timeout: float,
@@ -440,17 +440,25 @@ async def open_toolboxes(
 ) -> AsyncIterator[dict[str, AgentToolbox]]:
     """Start every agent's MCP servers concurrently; yield ``{agent_id: AgentToolbox}``.
 
-    ``agents`` maps an agent id to its ``AgentToolConfig`` (or just a list of servers).
+    ``agents`` maps an agent id to its ``BackendConfig`` (its ``mcp_servers`` and backend-level
+    ``allowed_tools``/``exclude_tools``), an ``AgentToolConfig``, or just a list of servers.
     Each (agent, server) gets its own session and process. Enter and leave this block in
     the same task; on leaving it, for any reason, every session is closed and every stdio
     server stopped before the block returns (bounded by the SDK's kill escalation, ~6 s).
     ``base_env`` is where PATH, HOME and locale for stdio servers come from (os.environ).
     """
+    from .config import BackendConfig
+
     emit = _safe_emitter(on_event)
     toolboxes: dict[str, AgentToolbox] = {}
     servers: list[_Server] = []
     for agent_id, raw in agents.items():
-        config = raw if isinstance(raw, AgentToolConfig) else AgentToolConfig(servers=tuple(raw))
+        if isinstance(raw, BackendConfig):
+            config = AgentToolConfig.from_backend(raw)
+        elif isinstance(raw, AgentToolConfig):
+            config = raw
+        else:
+            config = AgentToolConfig(servers=tuple(raw))
         mine = [_Server(agent_id, s, run_dir=run_dir, startup_timeout=startup_timeout,
                         call_timeout=call_timeout, base_env=base_env) for s in config.servers]
         servers += mine

@@ -165,7 +165,7 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
 
     try:
         if command == "plan":
-            from .service import plan_once
+            from .modes import plan_once
 
             result: Any = anyio.run(lambda: plan_once(args, progress))
         else:
@@ -175,11 +175,13 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
     except MassgenError as e:
         print(f"massgen-mcp: {e}", file=sys.stderr)
         return EXIT_USAGE
-    status = result.status if hasattr(result, "status") else "completed"
+    status = result.status
     if args.json:
         print(result.model_dump_json(indent=2))
     elif command == "plan":
-        print(result.markdown)
+        print(result.markdown or f"No plan ({status}): {result.consensus.error or ''}")
+        if result.plan_id and not args.quiet:
+            print(f"— stored as {result.plan_id} in {result.path}", file=sys.stderr)
     else:
         print(result.final_answer or "")
         if not args.quiet:

@@ -8,6 +8,7 @@ says what to fix. Long runs can be started with `wait=false` and followed with `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hmac
 import json
 import logging
@@ -89,11 +90,13 @@ class Server:
 
     def check_sampling(self, team: Any, ctx: Context) -> None:
         """A team with sampling agents needs a client that can sample on this connection."""
-        from .backends.sampling import NO_BACK_CHANNEL
+        from .backends.sampling import NO_BACK_CHANNEL, NO_SAMPLING
 
         if any(a.provider.wire == "sampling" for a in team.agents) and not self.can_sample(ctx):
             version = getattr(ctx, "protocol_version", None) or "?"
-            raise ToolError(f"{NO_BACK_CHANNEL} (negotiated protocol {version})")
+            if version >= "2026":
+                raise ToolError(f"{NO_BACK_CHANNEL} (negotiated protocol {version})")
+            raise ToolError(NO_SAMPLING)
 
     def can_sample(self, ctx: Context) -> bool:
         from .backends.sampling import client_can_sample
@@ -413,10 +416,8 @@ def serve(args: argparse.Namespace) -> int:
                 service.engine.shutting_down = True
                 tg.cancel_scope.cancel()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -33,15 +33,21 @@ class PreparedRun:
     context: str | None
     answer_format: AnswerFormat | None = None
     backend_context: dict[str, Any] | None = None
+    #: Runs on the finished result (e.g. stores the winning plan); its value is `outcome`.
+    after: Callable[[RunResult], Any] | None = None
+    outcome: Any = None
 
     @property
     def run_id(self) -> str:
         return self.live.run_id
 
     async def start(self) -> RunResult:
-        return await self.service.engine.execute(
+        result = await self.service.engine.execute(
             self.live, self.team, self.task, context=self.context,
             answer_format=self.answer_format, backend_context=self.backend_context)
+        if self.after is not None:
+            self.outcome = self.after(result)
+        return result
 
 
 class Service:

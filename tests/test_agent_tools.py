@@ -30,7 +30,7 @@ from massgen_mcp.agent_tools import (
     server_environment,
     tool_name,
 )
-from massgen_mcp.config import MCPServerConfig
+from massgen_mcp.config import BackendConfig, MCPServerConfig
 from massgen_mcp.messages import ToolCall
 
 SERVER = str(Path(__file__).with_name("tool_server.py"))
@@ -208,17 +208,22 @@ async def test_real_pypi_time_server(tmp_path: Path, no_orphans: None) -> None:
 
 
 async def test_filters_accept_raw_and_prefixed_names(tmp_path: Path) -> None:
-    server = srv("t", allowed_tools=["echo", "mcp__t__add", "counter", "missing"],
-                 exclude_tools=["mcp__t__counter"])
-    config = AgentToolConfig(servers=(server,), exclude_tools=("add",))
-    async with open_toolboxes({"a": config}, run_dir=tmp_path, startup_timeout=START,
-                              call_timeout=5) as boxes:
+    # The team file's shape: servers keyed by name, filters at server and backend level.
+    backend = BackendConfig(type="openai", model="m", exclude_tools=["add"], mcp_servers={
+        "t": {"command": sys.executable, "args": [SERVER],
+              "allowed_tools": ["echo", "mcp__t__add", "counter", "point", "missing"],
+              "exclude_tools": ["mcp__t__counter"]}})
+    only_add = AgentToolConfig(servers=(srv("t", allowed_tools=["mcp__t__add"]),))
+    async with open_toolboxes({"a": backend, "b": only_add}, run_dir=tmp_path,
+                              startup_timeout=START, call_timeout=5) as boxes:
         box = boxes["a"]
-        assert [t.name for t in box.tools] == ["mcp__t__echo"]
+        assert [t.name for t in box.tools] == ["mcp__t__echo", "mcp__t__point"]
         text, err = await box.call(call("mcp__t__add", a=1, b=1))
         assert err and text.startswith("unknown tool")
-        assert any("11 of 12 tools hidden" in n for n in box.notes)
+        assert any("10 of 12 tools hidden" in n for n in box.notes)
         assert any("'missing' matches no tool" in n for n in box.notes)
+        assert [t.name for t in boxes["b"].tools] == ["mcp__t__add"]
+        assert await boxes["b"].call(call("mcp__t__add", a=1, b=1)) == ("2", False)
 
 
 async def test_env_hygiene_and_stderr_capture(
@@ -277,13 +282,15 @@ async def test_crash_mid_run_drops_only_that_server(tmp_path: Path, no_orphans: 
 
 async def test_startup_crash_is_dropped_with_its_stderr(tmp_path: Path, no_orphans: None) -> None:
     events = Events()
-    async with open_toolboxes({"a": [srv("ok"), srv("bad", "--startup", "crash")]},
+    bad = srv("bad", "--startup", "crash", env={"TOOL_TOKEN": "tok-1234567890"})
+    async with open_toolboxes({"a": [srv("ok"), bad]},
                               run_dir=tmp_path, startup_timeout=START, call_timeout=5,
                               on_event=events) as boxes:
         box = boxes["a"]
         assert {t.name.split("__")[1] for t in box.tools} == {"ok"}
         (failed,) = events.of("tool_server_failed")
-        assert failed["server"] == "bad" and "told to crash before serving" in failed["reason"]
+        assert failed["server"] == "bad"
+        assert "told to crash before serving (token ***)" in failed["reason"]
         assert any("'bad' failed to start: exited during start-up" in n for n in box.notes)
         assert await box.call(call("mcp__ok__echo", text="on")) == ("on", False)
 
@@ -389,7 +396,7 @@ def test_tool_servers_exit_when_our_process_is_killed(tmp_path: Path) -> None:
 import anyio, sys
 from pathlib import Path
 from massgen_mcp.agent_tools import open_toolboxes
-from massgen_mcp.config import MCPServerConfig
+from massgen_mcp.config import BackendConfig, MCPServerConfig
 from massgen_mcp.messages import ToolCall
 
 async def main():

@@ -16,7 +16,8 @@ from mcp import Client
 from mcp_harness import stdio_params, write_team
 from scripted_provider import Hang, ScriptRequest, answer
 
-TOOLS = {"run_consensus", "get_run", "list_runs", "cancel_run", "list_backends"}
+TOOLS = {"run_consensus", "get_run", "list_runs", "cancel_run", "list_backends", "plan",
+         "get_plan", "list_plans", "checkpoint_init", "checkpoint"}
 
 
 @pytest.fixture

@@ -110,7 +110,9 @@ def main() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     print(f"tool_server {args.name} starting (pid {os.getpid()})", file=sys.stderr, flush=True)
     if args.startup == "crash":
-        print("tool_server: told to crash before serving", file=sys.stderr, flush=True)
+        token = os.environ.get("TOOL_TOKEN", "")  # a careless server echoing its secret
+        print(f"tool_server: told to crash before serving (token {token})", file=sys.stderr,
+              flush=True)
         sys.exit(7)
     if args.startup == "hang":
         time.sleep(3600)

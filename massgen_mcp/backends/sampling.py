@@ -22,9 +22,12 @@ from ..errors import PermanentBackendError, TransientBackendError
 from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
 
 NO_BACK_CHANNEL = (
-    "the MCP client cannot answer sampling requests on this connection (protocol "
-    "2026-07-28 has no back-channel during a tool call, or the client did not offer sampling); "
-    "configure provider keys or pass models=... / team=... instead")
+    "the MCP client cannot answer sampling requests on this connection: protocol 2026-07-28 "
+    "has no back-channel during a tool call. Configure provider keys (see list_backends) or "
+    "pass models=... / team=... instead, or connect with protocol 2025-11-25")
+NO_SAMPLING = (
+    "this MCP client does not offer sampling, so models='sampling' cannot run; configure "
+    "provider keys (see list_backends) or pass models=... / team=... instead")
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
 
 
@@ -54,7 +57,7 @@ class SamplingBackend:
         from mcp.types import SamplingMessage, TextContent
 
         if self.session is None or not client_can_sample(self.session):
-            raise PermanentBackendError(NO_BACK_CHANNEL, provider="sampling", model=self.model)
+            raise PermanentBackendError(NO_SAMPLING, provider="sampling", model=self.model)
         system = "\n\n".join(m.content for m in messages if m.role == "system")
         system = (system + "\n\n" + _tool_protocol(tools)).strip()
         convo = [SamplingMessage(role="assistant" if role == "assistant" else "user",
