@@ -405,29 +405,68 @@ def serve(args: argparse.Namespace) -> int:
     mcp, app = build_server(service)
 
     async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            app.background = tg
-            try:
-                if args.transport == "stdio":
-                    await mcp.run_stdio_async()
-                else:
-                    await _serve_http(mcp, args, token)
-            finally:
-                service.engine.shutting_down = True
-                tg.cancel_scope.cancel()
+        stop = anyio.Event()
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(_on_signals, service, stop, args.transport == "stdio")
+            async with anyio.create_task_group() as work:
+                app.background = work
+                work.start_soon(_cancel_when, stop, work.cancel_scope)
+                try:
+                    if args.transport == "stdio":
+                        await mcp.run_stdio_async()
+                    else:
+                        await _serve_http(mcp, args, token, stop)
+                finally:
+                    service.engine.shutting_down = True  # live runs become "interrupted"
+                    work.cancel_scope.cancel()
+            outer.cancel_scope.cancel()
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)
     return 0
 
 
-async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | None) -> None:
+async def _on_signals(service: Service, stop: anyio.Event, stdio: bool) -> None:
+    """SIGTERM/SIGINT: stop serving and cancel live runs, so every run record is closed
+    (as `interrupted`) and every agent tool server is shut down before we exit."""
+    import signal
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            service.engine.shutting_down = True
+            stop.set()
+            break
+    if stdio:
+        # The stdio transport reads stdin in a worker thread that cancellation cannot stop:
+        # once the live runs have closed their records, leave without waiting for it.
+        with anyio.move_on_after(15):
+            for live in list(service.engine.live.values()):
+                await live.done.wait()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | None,
+                      stop: anyio.Event) -> None:
     import uvicorn
+
+    class _Server(uvicorn.Server):
+        def capture_signals(self) -> Any:  # we handle signals ourselves (see _on_signals)
+            return contextlib.nullcontext()
 
     app = http_app(mcp, args.transport, args.host, token)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                            lifespan="on")
-    server = uvicorn.Server(config)
+                            lifespan="on", timeout_graceful_shutdown=3)
+    server = _Server(config)
+
+    async def exit_on_stop() -> None:
+        await stop.wait()
+        server.should_exit = True
     url = f"http://{args.host}:{args.port}{'/sse' if args.transport == 'sse' else '/mcp'}"
 
     async def announce() -> None:
@@ -439,5 +478,6 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(announce)
+        tg.start_soon(exit_on_stop)
         await server.serve()
         tg.cancel_scope.cancel()

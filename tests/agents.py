@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scripted_provider import Reply, ScriptRequest, Text, answer, vote
+from scripted_provider import Reply, ScriptRequest, answer, vote
 
 YOUR_OWN = "Your own latest"
 

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from scripted_provider import ScriptedProvider  # noqa: E402
+from scripted_provider import ScriptedProvider
 
 # No test may see a real key, and no test may reach a real provider.
 for _var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",

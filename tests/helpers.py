@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from scripted_provider import ScriptedProvider
+
 from massgen_mcp.config import Environment, Team, team_from_data
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.engine import Engine
-from scripted_provider import ScriptedProvider
 
 
 def make_team(provider: ScriptedProvider, agents: list[tuple[str, str, str]],

@@ -31,7 +31,7 @@ from massgen_mcp.backends.gemini import GeminiBackend
 from massgen_mcp.backends.openai_chat import AZURE_API_VERSION
 from massgen_mcp.config import Environment, team_from_data
 from massgen_mcp.errors import PermanentBackendError, TransientBackendError
-from massgen_mcp.messages import Message, ToolSpec, system, tool_result, user
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, system, tool_result, user
 
 WIRES = ["openai", "anthropic", "gemini"]
 SECRET = "sk-secret-0123456789abcdef"
@@ -50,12 +50,6 @@ READ = ToolSpec("read", "Read a file.", {
     "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
 
 MakeBackend = Callable[..., Backend]
-
-
-@pytest.fixture(scope="module")
-def provider() -> ScriptedProvider:
-    with ScriptedProvider() as p:
-        yield p
 
 
 @pytest.fixture(autouse=True)
@@ -199,6 +193,19 @@ async def test_conversation_with_tool_results_is_mapped(wire: str, provider, mak
         signed = [p for p in contents[1]["parts"] if "thoughtSignature" in p]
         assert base64.b64decode(signed[0]["thoughtSignature"]) == b"sig-0"
         assert first.provider_data is not None
+
+
+async def test_anthropic_thinking_blocks_are_echoed_first(provider, make, model) -> None:
+    provider.script(model, Text("ok"))
+    thinking = {"type": "thinking", "thinking": "compare both", "signature": "c2ln"}
+    call = ToolCall("toolu_1", "search", {"q": "x"})
+    earlier = Message(role="assistant", content="Looking.", tool_calls=(call,),
+                      provider_data={"wire": "anthropic", "thinking": [thinking]})
+    await make("anthropic", model).turn(
+        [user("q"), earlier, tool_result(call, "found")], [SEARCH])
+    content = provider.requests_for(model)[0].raw["messages"][1]["content"]
+    assert content[0] == thinking
+    assert [b["type"] for b in content] == ["thinking", "text", "tool_use"]
 
 
 @pytest.mark.parametrize("wire", WIRES)

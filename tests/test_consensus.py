@@ -74,13 +74,13 @@ async def test_agents_never_see_real_ids_or_models(provider, tmp_path: Path) -> 
         assert "zeta-agent" not in req.text and "alpha-agent" not in req.text
         assert "secret-model" not in req.text
     # labels agentN.M, the agent's own answer placed last
-    seen = [r for r in provider.requests_for("secret-model-x")
-            if "<agent1.1>" in r.last_user_text and "<agent2.1>" in r.last_user_text][0]
+    seen = next(r for r in provider.requests_for("secret-model-x")
+            if "<agent1.1>" in r.last_user_text and "<agent2.1>" in r.last_user_text)
     text = seen.last_user_text
     # zeta sorts second (agent2); its own answer comes last even though agent1 < agent2
     assert text.index("<agent1.1>") < text.index("<agent2.1>")
-    seen_y = [r for r in provider.requests_for("secret-model-y")
-              if "<agent1.1>" in r.last_user_text and "<agent2.1>" in r.last_user_text][0]
+    seen_y = next(r for r in provider.requests_for("secret-model-y")
+              if "<agent1.1>" in r.last_user_text and "<agent2.1>" in r.last_user_text)
     assert seen_y.last_user_text.index("<agent2.1>") < seen_y.last_user_text.index("<agent1.1>")
 
 
@@ -185,8 +185,8 @@ async def test_new_answer_clears_votes_and_restarts_others(provider, tmp_path: P
     result = await run_team(team, tmp_path, events=events)
     assert result.status == "completed"
     ks = kinds(events)
-    second = [i for i, e in enumerate(events)
-              if e["kind"] == "answer" and e["label"] == "agent1.2"][0]
+    second = next(i for i, e in enumerate(events)
+              if e["kind"] == "answer" and e["label"] == "agent1.2")
     assert "vote" in ks[:second]  # quick had voted before the new answer...
     assert any(e["kind"] == "restart" and "quick" in e["agents"] for e in events[second:])
     quick_votes = [e for e in events[second:] if e["kind"] == "vote" and e["agent"] == "quick"]

@@ -156,3 +156,22 @@ async def test_twenty_concurrent_runs_each_get_their_own_result(provider, tmp_pa
         assert data["task"] == f"task-{i}"
         assert data["final_answer"] == f"final for task-{i}"
     assert len({d["run_id"] for d in results.values()}) == 20
+
+
+async def test_sigterm_closes_live_runs_as_interrupted(provider, tmp_path: Path) -> None:
+    import json
+    import signal
+
+    from scripted_provider import Hang
+
+    provider.script("stuck", Hang())
+    team = write_team(tmp_path / "t.yaml", provider, [("s", "openai", "stuck")])
+    with http_server(tmp_path, "--team", str(team)) as server:
+        async with Client(server.url, mode="legacy") as c:
+            started = await c.call_tool("run_consensus", {"task": "t", "wait": False})
+            run_id = started.structured_content["run_id"]
+            await provider.wait_for("stuck", 1, timeout=15)
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(20) == 0
+    result = json.loads((tmp_path / ".massgen" / "runs" / run_id / "result.json").read_text())
+    assert result["status"] == "interrupted"

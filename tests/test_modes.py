@@ -83,7 +83,7 @@ async def test_plan_tool_validates_fixes_stores_and_serves_latest(provider, tmp_
     assert json.loads((stored / "metadata.json").read_text())["goal"] == "Add a job queue"
 
     # every agent's first (invalid) plan came back with every problem named
-    feedback = {m: [r.tool_results for r in provider.requests_for(m) if r.tool_results][0][0]
+    feedback = {m: next(r.tool_results for r in provider.requests_for(m) if r.tool_results)[0]
                 for m in ("p-cyclic", "p-unknown", "p-later")}
     assert all(f["is_error"] for f in feedback.values())
     assert "cycle" in feedback["p-cyclic"]["content"]
@@ -200,7 +200,7 @@ async def test_checkpoint_plans_are_validated_recorded_and_enforced(provider, tm
                    "keep downtime under 1 min", "app.py"):
         assert needle in seen
     # every rejection named its problem
-    feedback = {m: [r.tool_results for r in provider.requests_for(m) if r.tool_results][0][0]
+    feedback = {m: next(r.tool_results for r in provider.requests_for(m) if r.tool_results)[0]
                 ["content"] for m in models}
     assert "later step" in feedback["r-precond"] or "step:5" in feedback["r-precond"]
     assert "rollback" in feedback["r-rollback"]

@@ -53,8 +53,8 @@ async def test_a_vote_on_a_stale_view_is_ignored_and_the_agent_looks_again() -> 
             return call("new_answer", content="final")
         if "new_answer" in names and "Your own latest" not in text:
             return call("new_answer", content="slow answer")
-        seen.append([t.parameters["properties"]["agent_id"]["enum"] for t in tools
-                     if t.name == "vote"][0])
+        seen.append(next(t.parameters["properties"]["agent_id"]["enum"] for t in tools
+                     if t.name == "vote"))
         return call("vote", agent_id="agent1", reason="r")
 
     def fast(messages, tools):

@@ -25,12 +25,6 @@ from scripted_provider import (
 from massgen_mcp.config import Environment, team_from_data
 
 
-@pytest.fixture(scope="module")
-def provider() -> ScriptedProvider:
-    with ScriptedProvider() as p:
-        yield p
-
-
 def _chat(p: ScriptedProvider, model: str, **body: object) -> httpx.Response:
     return httpx.post(f"{p.openai_base_url}/chat/completions", timeout=5, json={
         "model": model, "messages": [{"role": "user", "content": "hi"}], **body})
@@ -119,6 +113,7 @@ def test_broken_script_is_a_500_and_is_recorded(provider) -> None:
     provider.script("broken", script)
     assert _chat(provider, "broken").status_code == 500
     assert any("oops" in str(e) for e in provider.script_errors)
+    provider.script_errors.clear()  # expected here; the fixture fails tests on script errors
 
 
 def test_openai_streaming(provider) -> None:

@@ -45,7 +45,7 @@ async def test_tools_list_and_a_consensus_with_progress(team_path: Path, tmp_pat
                                                         mode: str) -> None:
     async with Client(stdio_params(tmp_path, "--team", str(team_path)), mode=mode) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
-        assert TOOLS <= set(listed)
+        assert set(listed) >= TOOLS
         for tool in listed.values():
             assert tool.description and len(tool.description) > 30
             assert tool.input_schema["type"] == "object"
@@ -268,3 +268,28 @@ async def test_finished_runs_survive_a_restart_and_live_ones_become_interrupted(
         assert {r["run_id"] for r in runs} >= {done_id}
         bad = await c.call_tool("get_run", {"run_id": "../../etc/passwd"})
         assert bad.is_error and "not a run id" in bad.content[0].text
+
+
+async def test_sigterm_on_stdio_closes_the_live_run_as_interrupted(provider, tmp_path: Path):
+    from mcp_harness import EXE, server_env
+    from scripted_provider import Hang
+
+    provider.script("stuck", Hang())
+    team = write_team(tmp_path / "t.yaml", provider, [("s", "openai", "stuck")])
+    proc = await anyio.open_process([EXE, "--team", str(team)], cwd=tmp_path, env=server_env())
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "run_consensus", "arguments": {"task": "t"}}}]
+    assert proc.stdin is not None
+    for m in messages:
+        await proc.stdin.send((json.dumps(m) + "\n").encode())
+    await provider.wait_for("stuck", 1, timeout=20)
+    proc.send_signal(signal.SIGTERM)
+    with anyio.fail_after(20):
+        assert await proc.wait() == 0
+    run = next((tmp_path / ".massgen" / "runs").iterdir())
+    assert json.loads((run / "result.json").read_text())["status"] == "interrupted"

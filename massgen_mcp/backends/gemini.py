@@ -14,6 +14,7 @@ exponential backoff and jitter from `retry_initial_delay` up to `retry_max_delay
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,7 +51,7 @@ def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
     transport: list[type[BaseException]] = []
     for name in ("httpx", "httpx2"):
         try:
-            mod = __import__(name)
+            mod = importlib.import_module(name)
         except ImportError:
             continue
         timeouts.append(mod.TimeoutException)
@@ -113,9 +114,10 @@ class GeminiBackend:
         self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
     ) -> Turn:
         config = self._config(messages, tools, require_tool)
+        contents = _wire_contents(messages)
         with _api_errors(self._spec):
             response = await self._client.aio.models.generate_content(
-                model=self.model, contents=_wire_contents(messages), config=config)
+                model=self.model, contents=contents, config=config)
         usage = Usage(calls=1)
         meta = response.usage_metadata
         if meta is not None:
@@ -179,7 +181,7 @@ class GeminiBackend:
                 types.FunctionCallingConfig(mode=mode.ANY if require_tool else mode.AUTO)))
         if b.effort:
             level = b.effort.upper()
-            if re.match(r"gemini-(1|2)\.", self.model):
+            if re.search(r"gemini-[12]\.", self.model):
                 config.thinking_config = types.ThinkingConfig(
                     thinking_budget=_BUDGETS.get(level, _MAX_BUDGET))
             else:  # xhigh and max become Gemini's highest level

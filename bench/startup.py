@@ -1,0 +1,249 @@
+"""Benchmark: how fast `massgen-mcp` answers its first `tools/list` (not a test).
+
+    python bench/startup.py [--runs 10] [--importtime-runs 3]
+
+Spawns `massgen-mcp` (stdio, no provider key, a clean working directory) and, interleaved
+with it in the same run, a bare `MCPServer` with one tool written to a temp file and started
+with the same Python; each time an MCP SDK client (`mcp.Client`, legacy mode) spawns the
+server, initializes and lists the tools. The figure is the time from spawn to the
+`tools/list` response; the median of `--runs` per server, after one warm-up each. Goal
+(issue 3): massgen-mcp <= 1.15 x the bare server.
+
+Bytecode is cached as in a real install (pip compiles it): `PYTHONDONTWRITEBYTECODE` is
+dropped and `PYTHONPYCACHEPREFIX` points into a temp dir, filled by the warm-up.
+
+Also printed, so the start-up can be trimmed:
+- whether importing `massgen_mcp.server` imports openai / anthropic / google.genai (it must
+  not: the provider SDKs load when a run needs them);
+- the import time of `massgen_mcp.server` (`python -X importtime`, median per module over
+  `--importtime-runs`): our 15 slowest modules by cumulative time, and the top-level
+  packages they pull in, beside a bare `import mcp.server.mcpserver` for reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import anyio
+from _common import load_average, median, print_json, print_table
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+GOAL_RATIO = 1.15
+EXE = Path(sys.executable).with_name("massgen-mcp")
+PROVIDER_SDKS = ("openai", "anthropic", "google.genai")
+# What `massgen-mcp` does before it serves, phase by phase (internal API: it may move).
+PHASES = """\
+import json, sys, time
+t0 = time.perf_counter()
+import massgen_mcp.server as server
+t1 = time.perf_counter()
+from massgen_mcp.paths import state_dir
+from massgen_mcp.service import Service
+service = Service(state_dir(sys.argv[1]), default_team=None, checkpoint_team=None)
+t2 = time.perf_counter()
+server.build_server(service)
+t3 = time.perf_counter()
+print(json.dumps({"import massgen_mcp.server": t1 - t0, "Service()": t2 - t1,
+                  "build_server() (tool schemas, extra tools)": t3 - t2}))
+"""
+BARE_SERVER = '''\
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("bare")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+if __name__ == "__main__":
+    server.run()
+'''
+
+
+def _env(pycache: Path) -> dict[str, str]:
+    """This environment without provider keys or our state variables, bytecode cached."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.endswith("_API_KEY") and not k.startswith("MASSGEN_MCP")
+           and k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+async def _time_to_tools(params: StdioServerParameters) -> tuple[float, int]:
+    """Seconds from spawn to the tools/list response, and how many tools it lists."""
+    with open(os.devnull, "w") as devnull:
+        start = time.perf_counter()
+        async with Client(stdio_client(params, errlog=devnull), mode="legacy") as client:
+            tools = (await client.list_tools()).tools
+            return time.perf_counter() - start, len(tools)
+
+
+async def _startup(runs: int, tmp: Path, env: dict[str, str]) -> dict[str, list[float]]:
+    bare = tmp / "bare_server.py"
+    bare.write_text(BARE_SERVER)
+    work = tmp / "work"
+    work.mkdir()
+    servers = {
+        "massgen-mcp": StdioServerParameters(command=str(EXE), args=[], env=env, cwd=str(work)),
+        "bare MCPServer, 1 tool": StdioServerParameters(command=sys.executable, args=[str(bare)],
+                                                        env=env, cwd=str(work)),
+    }
+    times: dict[str, list[float]] = {name: [] for name in servers}
+    for name, params in servers.items():  # warm-up: fills the bytecode cache
+        _, count = await _time_to_tools(params)
+        if count == 0:
+            raise SystemExit(f"{name} listed no tools")
+    for _ in range(runs):
+        for name, params in servers.items():  # interleaved: load spikes hit both alike
+            seconds, _ = await _time_to_tools(params)
+            times[name].append(seconds)
+    return times
+
+
+def _sdks_imported(env: dict[str, str]) -> list[str]:
+    code = ("import massgen_mcp.server, sys; "
+            f"print(','.join(m for m in {PROVIDER_SDKS!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
+_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
+
+
+def _importtime(argv: list[str], env: dict[str, str], runs: int) -> list[tuple[str, int, int]]:
+    """(module, depth, median cumulative µs) per line of `python -X importtime <argv>`.
+
+    A module may appear twice: `import a.b` where `a/__init__` itself imports `a.b`
+    prints `a.b` nested under `a`, then once more at depth 0.
+    """
+    seen: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-X", "importtime", *argv], env=env,
+                             capture_output=True, text=True, check=True)
+        for line in out.stderr.splitlines():
+            m = _LINE.match(line)
+            if m:
+                seen[(m.group(4), len(m.group(3)) // 2)].append(int(m.group(2)))
+    return [(name, depth, int(median(us))) for (name, depth), us in seen.items()]
+
+
+def _phases(env: dict[str, str], state: Path, runs: int) -> dict[str, float] | None:
+    """Median seconds of each start-up phase in a fresh process; None if the API moved."""
+    got: dict[str, list[float]] = defaultdict(list)
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", PHASES, str(state)], env=env,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"(start-up phases not measured: {out.stderr.strip().splitlines()[-1:]})")
+            return None
+        for name, seconds in json.loads(out.stdout).items():
+            got[name].append(seconds)
+    return {name: median(v) for name, v in got.items()}
+
+
+def _process_seconds(code: str, env: dict[str, str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        times.append(time.perf_counter() - start)
+    return median(times)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=10, help="spawns per server (default 10)")
+    p.add_argument("--importtime-runs", type=int, default=3,
+                   help="python -X importtime runs to take the median of (default 3)")
+    args = p.parse_args()
+    if not EXE.exists():
+        raise SystemExit(f"no console script at {EXE}: install the package first")
+    load_before = load_average()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        env = _env(tmp / "pycache")
+        times = anyio.run(_startup, args.runs, tmp, env)
+        sdks = _sdks_imported(env)
+        ours = _importtime(["-c", "import massgen_mcp.server"], env, args.importtime_runs)
+        sdk_only = _importtime(["-c", "import mcp.server.mcpserver"], env,
+                               args.importtime_runs)
+        built = _importtime(["-c", PHASES, str(tmp / "state")], env, args.importtime_runs)
+        phases = _phases(env, tmp / "state", 5)
+        import_ours = _process_seconds("import massgen_mcp.server", env, 5)
+        import_sdk = _process_seconds("import mcp.server.mcpserver", env, 5)
+        interpreter = _process_seconds("pass", env, 5)
+    load_after = load_average()
+
+    medians = {name: median(t) for name, t in times.items()}
+    ratio = medians["massgen-mcp"] / medians["bare MCPServer, 1 tool"]
+    print(f"\nStart-up to the first tools/list over stdio (median of {args.runs} interleaved "
+          f"spawns; load average {load_before} before, {load_after} after; "
+          f"{os.cpu_count()} CPUs)")
+    print_table(["server", "median", "min", "max"],
+                [[name, f"{medians[name] * 1000:.0f} ms", f"{min(t) * 1000:.0f} ms",
+                  f"{max(t) * 1000:.0f} ms"] for name, t in times.items()])
+    print(f"ratio massgen-mcp / bare: {ratio:.2f} (goal <= {GOAL_RATIO}) -> "
+          f"{'met' if ratio <= GOAL_RATIO else 'NOT met'}")
+    print(f"\nprovider SDKs imported by `import massgen_mcp.server`: {sdks or 'none'} -> "
+          f"{'NOT met' if sdks else 'met'}")
+    print(f"process wall (median of 5): python -c pass {interpreter * 1000:.0f} ms; import "
+          f"mcp.server.mcpserver {import_sdk * 1000:.0f} ms; import massgen_mcp.server "
+          f"{import_ours * 1000:.0f} ms")
+
+    total_ours = next(us for name, d, us in ours if name == "massgen_mcp.server" and d == 0)
+    total_sdk = next(us for name, d, us in sdk_only if name == "mcp.server.mcpserver" and d == 0)
+    print(f"\n-X importtime: massgen_mcp.server {total_ours / 1000:.0f} ms cumulative, "
+          f"mcp.server.mcpserver alone {total_sdk / 1000:.0f} ms")
+    if phases:
+        print("\nstart-up phases in one process (median of 5):")
+        print_table(["phase", "time"], [[k, f"{v * 1000:.0f} ms"] for k, v in phases.items()])
+    # Modules of ours, including those build_server() imports (plan, checkpoint tools).
+    mine = sorted(((n, us) for n, _, us in built if n.startswith("massgen_mcp")),
+                  key=lambda x: -x[1])
+    mine = [(n, us) for i, (n, us) in enumerate(mine) if n not in {m for m, _ in mine[:i]}][:15]
+    print("our 15 slowest modules up to a built server (cumulative: includes whatever each "
+          "imports first, e.g. massgen_mcp.server carries the MCP SDK):")
+    print_table(["module", "cumulative"], [[n, f"{us / 1000:.1f} ms"] for n, us in mine])
+    sdk_names = {n for n, _, _ in sdk_only}
+    extra: dict[str, int] = defaultdict(int)
+    for name, _, us in built:
+        top = name.split(".")[0]
+        # Only outermost imports of each package, so nested ones are not counted twice.
+        if name not in sdk_names and top != "massgen_mcp" and name == top:
+            extra[top] += us
+    pulled = sorted(extra.items(), key=lambda x: -x[1])[:10]
+    print("top-level packages a built massgen-mcp server loads beyond mcp.server.mcpserver:")
+    print_table(["package", "cumulative"], [[n, f"{us / 1000:.1f} ms"] for n, us in pulled])
+
+    print_json("startup", {
+        "load_before": load_before, "runs": args.runs,
+        "median_s": {k: round(v, 4) for k, v in medians.items()},
+        "ratio": round(ratio, 3), "goal_met": ratio <= GOAL_RATIO,
+        "provider_sdks_imported": sdks,
+        "import_s": {"interpreter": round(interpreter, 4), "mcp.server.mcpserver":
+                     round(import_sdk, 4), "massgen_mcp.server": round(import_ours, 4)},
+        "importtime_ms": {"massgen_mcp.server": round(total_ours / 1000, 1),
+                          "mcp.server.mcpserver": round(total_sdk / 1000, 1)},
+        "phases_s": {k: round(v, 4) for k, v in (phases or {}).items()},
+        "slowest_modules_ms": {n: round(us / 1000, 1) for n, us in mine},
+        "extra_packages_ms": {n: round(us / 1000, 1) for n, us in pulled},
+    })
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
