@@ -11,11 +11,13 @@ it is used (the PreToolUse hook imports the package and must start fast).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 
+# Not `from typing import ...`: the PreToolUse hook imports this package on every tool call.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .config import Team
     from .coordination.result import RunResult
 

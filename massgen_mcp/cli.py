@@ -13,11 +13,15 @@ the server must not load provider SDKs before a run needs them.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
 
 from . import __version__
+
+# Kept out of the hook's hot path (`massgen-mcp hook pre-tool-use` returns before argparse).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
@@ -63,6 +67,8 @@ def _team_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="massgen-mcp",
         description="Ask a team of models instead of one: an MCP server (default) and CLI for "
