@@ -20,6 +20,8 @@ Columns:
   backend's `turn()` is timed by a thin wrapper). This is the orchestration that sits on the
   critical path: building the team and backends, run records, status.json, scheduling
   between rounds, teardown. SDK work inside `turn()` (request building, parsing) is not in it.
+- call - L: median duration of a provider call that returned, minus L: the SDK's work on
+  both ends, the loopback HTTP and the provider's parsing (and waiting for a busy CPU).
 - cpu: CPU time of this process per run (orchestrator + SDKs + HTTP client; the provider's
   CPU is in the other process). Less sensitive to machine load than wall time.
 - calls: provider calls counted in `RunResult.totals`; http: requests the provider received
@@ -36,7 +38,10 @@ server (tests/tool_server.py), with the agents not calling it and with each call
 (that adds one provider round trip, L, to the critical path), against the run without tools;
 plus the start-up of one such server alone (spawn, initialize, tools/list). Goal: the
 servers add at most one server start-up time to a run. The process count is the peak number
-of live descendants of this process, sampled from /proc every 10 ms during the run.
+of live descendants of this process (the scripted provider's process left out), sampled
+from /proc every 10 ms during the run. Set-up is engine.run() to the `run_started` event
+(tool servers start there); teardown is `run_finished` to engine.run() returning (they
+are stopped there: stdin closed, then the SDK waits for them to exit).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import argparse
 import asyncio
 import cProfile
 import io
+import os
 import pstats
 import resource
 import sys
@@ -87,6 +93,7 @@ class _CallLog:
 
     def __init__(self) -> None:
         self.intervals: list[tuple[float, float]] = []
+        self.completed: list[float] = []  # durations of the calls that returned a reply
 
     def busy(self, t0: float, t1: float) -> float:
         """Seconds within [t0, t1] during which at least one call was in flight."""
@@ -107,15 +114,18 @@ class _TimedBackend:
     async def turn(self, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
-            return await self._inner.turn(*args, **kwargs)
+            turn = await self._inner.turn(*args, **kwargs)
         finally:
             self._log.intervals.append((start, time.perf_counter()))
+        self._log.completed.append(time.perf_counter() - start)
+        return turn
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
 def _time_backends(log: _CallLog) -> None:
+    """Wrap every backend the engine builds (it calls `create_backend` from its module)."""
     create = engine_module.create_backend
 
     def timed(spec: Any, **context: Any) -> Any:
@@ -125,20 +135,21 @@ def _time_backends(log: _CallLog) -> None:
 
 
 class _ProcessSampler:
-    """Peak count of live descendants of this process while the block runs."""
+    """Peak count of live descendants of this process while the block runs, leaving out
+    the scripted provider's process (`exclude`)."""
 
-    def __init__(self, interval: float = 0.01) -> None:
+    def __init__(self, exclude: int, interval: float = 0.01) -> None:
         self.peak = 0
+        self._exclude = exclude
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        import os
-
         me = os.getpid()
         while not self._stop.wait(self._interval):
-            self.peak = max(self.peak, len(descendants(me)))
+            mine = descendants(me) - {self._exclude} - descendants(self._exclude)
+            self.peak = max(self.peak, len(mine))
 
     def __enter__(self) -> _ProcessSampler:
         self._thread.start()
@@ -162,6 +173,9 @@ class Sample:
     requests: int
     input_tokens: int
     restarts: int
+    call_excess: float  # median provider call duration minus the scripted latency
+    setup: float  # engine.run() called -> run_started (team, backends, tool servers)
+    teardown: float  # run_finished -> engine.run() returned (tool servers, backends, record)
     processes: int = 0
 
 
@@ -174,14 +188,21 @@ async def _run_once(engine: Engine, team: Team, provider: ProviderProcess, log: 
                     task: str, sample_processes: bool = False) -> Sample:
     provider.reset()
     log.intervals.clear()
-    sampler = _ProcessSampler() if sample_processes else None
+    log.completed.clear()
+    marks: dict[str, float] = {}
+
+    def listener(event: dict[str, Any]) -> None:
+        if event["kind"] in ("run_started", "run_finished"):
+            marks[event["kind"]] = time.perf_counter()
+
+    sampler = _ProcessSampler(provider.pid) if sample_processes else None
     c0 = _cpu()
     t0 = time.perf_counter()
     if sampler:
         with sampler:
-            result = await engine.run(team, task)
+            result = await engine.run(team, task, listener=listener)
     else:
-        result = await engine.run(team, task)
+        result = await engine.run(team, task, listener=listener)
     t1 = time.perf_counter()
     cpu = _cpu() - c0
     if result.status != "completed" or result.final_answer != f"final for {task}":
@@ -190,10 +211,15 @@ async def _run_once(engine: Engine, team: Team, provider: ProviderProcess, log: 
     errors = provider.errors()
     if errors:
         raise RuntimeError(f"a script raised: {errors}")
+    if not log.completed:
+        raise RuntimeError("provider calls were not timed: massgen_mcp.engine no longer builds "
+                           "backends through its create_backend; update _time_backends")
     return Sample(wall=t1 - t0, outside=(t1 - t0) - log.busy(t0, t1), cpu=cpu,
                   status=result.status, calls=result.totals.provider_calls,
                   requests=provider.count(), input_tokens=result.totals.input_tokens,
                   restarts=result.totals.restarts,
+                  call_excess=median(log.completed) - provider.latency,
+                  setup=marks["run_started"] - t0, teardown=t1 - marks["run_finished"],
                   processes=sampler.peak if sampler else 0)
 
 
@@ -225,6 +251,7 @@ async def _config(engine: Engine, provider: ProviderProcess, log: _CallLog, *, n
         "ratio": round(wall / ideal, 3) if ideal else None,
         "outside_s": round(median([s.outside for s in samples]), 4),
         "cpu_s": round(median([s.cpu for s in samples]), 4),
+        "call_excess_s": round(median([s.call_excess for s in samples]), 4),
         "wall_min_s": round(min(s.wall for s in samples), 4),
         "calls": samples[-1].calls, "requests": round(median([s.requests for s in samples])),
         "input_tokens": samples[-1].input_tokens,
@@ -239,15 +266,16 @@ async def _config(engine: Engine, provider: ProviderProcess, log: _CallLog, *, n
 async def _tool_server_startup(runs: int) -> float:
     """Median seconds to spawn one tool server, initialize and list its tools."""
     from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
     times = []
-    for _ in range(runs):
-        params = StdioServerParameters(command=TOOL_SERVER[0], args=TOOL_SERVER[1:])
-        t0 = time.perf_counter()
-        async with Client(params, mode="legacy") as c:
-            await c.list_tools()
-            times.append(time.perf_counter() - t0)
+    params = StdioServerParameters(command=TOOL_SERVER[0], args=TOOL_SERVER[1:])
+    with open(os.devnull, "w") as devnull:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            async with Client(stdio_client(params, errlog=devnull), mode="legacy") as c:
+                await c.list_tools()
+                times.append(time.perf_counter() - t0)
     return median(times)
 
 
@@ -274,6 +302,8 @@ async def _tools(engine: Engine, provider: ProviderProcess, log: _CallLog, *, la
     for name, got in samples.items():
         wall = median([s.wall for s in got])
         rows[name] = {"wall_s": round(wall, 4), "extra_s": round(wall - base, 4),
+                      "setup_s": round(median([s.setup for s in got]), 4),
+                      "teardown_s": round(median([s.teardown for s in got]), 4),
                       "peak_processes": max(s.processes for s in got),
                       "calls": got[-1].calls}
     return {"latency_s": latency, "runs": runs, "server_startup_s": round(startup, 4),
@@ -294,9 +324,10 @@ async def _profile(engine: Engine, provider: ProviderProcess, log: _CallLog, run
     prof.disable()
     out = io.StringIO()
     stats = pstats.Stats(prof, stream=out).sort_stats("cumulative")
-    stats.print_stats(r"massgen_mcp|openai|pydantic", 30)
-    print(f"\ncProfile of {runs} runs, 3 agents, L = 0 (cumulative, filtered):")
-    print(out.getvalue().split("ncalls", 1)[-1])
+    stats.print_stats(r"massgen_mcp", 30)
+    print(f"\ncProfile of {runs} runs, 3 agents, L = 0, our functions by cumulative time "
+          "(ncalls counts every resumption of a coroutine):", file=sys.stderr)
+    print("   ncalls" + out.getvalue().split("ncalls", 1)[-1], file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------- main
@@ -315,7 +346,7 @@ async def main(args: argparse.Namespace) -> None:
     _time_backends(log)
     rows: list[dict[str, Any]] = []
     load_before = load_average()
-    with tempfile.TemporaryDirectory() as tmp, ProviderProcess() as provider:
+    with tempfile.TemporaryDirectory(dir=args.state_dir) as tmp, ProviderProcess() as provider:
         engine = Engine(Path(tmp) / ".massgen", Environment({}))
         wire_sets = [["openai"]] + ([["openai", "anthropic", "gemini"]] if args.mixed else [])
         for wires in wire_sets:
@@ -335,13 +366,14 @@ async def main(args: argparse.Namespace) -> None:
     load_after = load_average()
 
     print(f"\nOrchestration overhead (medians of {args.runs} runs; load average "
-          f"{load_before} before, {load_after} after; {__import__('os').cpu_count()} CPUs)")
+          f"{load_before} before, {load_after} after; {os.cpu_count()} CPUs)")
     print_table(
-        ["agents", "wires", "L", "wall", "ideal 3L", "wall/ideal", "outside calls", "cpu",
-         "calls (http)", "prompt tokens", "restarts", "peak RSS", "tracemalloc"],
+        ["agents", "wires", "L", "wall", "ideal 3L", "wall/ideal", "outside calls", "call - L",
+         "cpu", "calls (http)", "prompt tokens", "restarts", "peak RSS", "tracemalloc"],
         [[r["agents"], r["wires"], f"{r['latency_s'] * 1000:.0f} ms",
           f"{r['wall_s'] * 1000:.0f} ms", f"{r['ideal_s'] * 1000:.0f} ms",
           f"{r['ratio']:.2f}" if r["ratio"] else "-", f"{r['outside_s'] * 1000:.0f} ms",
+          f"{r['call_excess_s'] * 1000:.0f} ms",
           f"{r['cpu_s'] * 1000:.0f} ms", f"{r['calls']} ({r['requests']})", r["input_tokens"],
           r["restarts"], f"{r['peak_rss_kib'] / 1024:.1f} MiB",
           f"{r['tracemalloc_peak_kib'] / 1024:.1f} MiB" if r["tracemalloc_peak_kib"] else "-"]
@@ -362,8 +394,10 @@ async def main(args: argparse.Namespace) -> None:
         print(f"\nAgent tool servers (3 agents, L = {tools['latency_s'] * 1000:.0f} ms, medians "
               f"of {tools['runs']} interleaved runs; one tool server alone starts in "
               f"{tools['server_startup_s'] * 1000:.0f} ms)")
-        print_table(["variant", "wall", "extra vs no tools", "peak processes", "calls"],
+        print_table(["variant", "wall", "extra vs no tools", "set-up", "teardown",
+                     "peak processes", "calls"],
                     [[name, f"{v['wall_s'] * 1000:.0f} ms", f"{v['extra_s'] * 1000:+.0f} ms",
+                      f"{v['setup_s'] * 1000:.0f} ms", f"{v['teardown_s'] * 1000:.0f} ms",
                       v["peak_processes"], v["calls"]] for name, v in tools["variants"].items()])
         extra = tools["variants"]["tools, unused"]["extra_s"]
         goals["tool_extra_over_startup"] = round(extra / tools["server_startup_s"], 2)
@@ -388,6 +422,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tool-runs", type=int, default=3, help="runs per tool-server variant")
     p.add_argument("--tool-latency", type=float, default=0.2,
                    help="per-call latency for the tool-server benchmark (default 0.2)")
+    p.add_argument("--state-dir", default=None,
+                   help="directory to hold the run records (default: the system temp dir); "
+                        "status.json writes cost what this file system charges for them")
     p.add_argument("--profile", action="store_true",
                    help="also print a cProfile of 3-agent runs at L = 0")
     return p.parse_args(argv)

@@ -17,7 +17,9 @@ Also printed, so the start-up can be trimmed:
   not: the provider SDKs load when a run needs them);
 - the import time of `massgen_mcp.server` (`python -X importtime`, median per module over
   `--importtime-runs`): our 15 slowest modules by cumulative time, and the top-level
-  packages they pull in, beside a bare `import mcp.server.mcpserver` for reference.
+  packages they pull in, beside a bare `import mcp.server.mcpserver` for reference;
+- the phases of start-up in one process (import, Service, build_server) and the import time
+  of each provider SDK, which the first run on a fresh server pays.
 """
 
 from __future__ import annotations
@@ -155,6 +157,18 @@ def _phases(env: dict[str, str], state: Path, runs: int) -> dict[str, float] | N
     return {name: median(v) for name, v in got.items()}
 
 
+def _sdk_import_seconds(env: dict[str, str], runs: int) -> dict[str, float]:
+    """Median in-process import time of each provider SDK (paid by a server's first run)."""
+    out: dict[str, float] = {}
+    for sdk in PROVIDER_SDKS:
+        code = f"import time; t = time.perf_counter(); import {sdk}; print(time.perf_counter() - t)"
+        times = [float(subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                      capture_output=True, text=True).stdout)
+                 for _ in range(runs)]
+        out[sdk] = median(times)
+    return out
+
+
 def _process_seconds(code: str, env: dict[str, str], runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -167,6 +181,8 @@ def _process_seconds(code: str, env: dict[str, str], runs: int) -> float:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=10, help="spawns per server (default 10)")
+    p.add_argument("--sdk-runs", type=int, default=3,
+                   help="runs per provider SDK import timing (default 3; 0 skips it)")
     p.add_argument("--importtime-runs", type=int, default=3,
                    help="python -X importtime runs to take the median of (default 3)")
     args = p.parse_args()
@@ -186,6 +202,7 @@ def main() -> int:
         import_ours = _process_seconds("import massgen_mcp.server", env, 5)
         import_sdk = _process_seconds("import mcp.server.mcpserver", env, 5)
         interpreter = _process_seconds("pass", env, 5)
+        sdk_imports = _sdk_import_seconds(env, args.sdk_runs) if args.sdk_runs else {}
     load_after = load_average()
 
     medians = {name: median(t) for name, t in times.items()}
@@ -203,6 +220,11 @@ def main() -> int:
     print(f"process wall (median of 5): python -c pass {interpreter * 1000:.0f} ms; import "
           f"mcp.server.mcpserver {import_sdk * 1000:.0f} ms; import massgen_mcp.server "
           f"{import_ours * 1000:.0f} ms")
+
+    if sdk_imports:
+        print("provider SDK import, paid once per server process by the first run that uses "
+              "it (median): " + ", ".join(f"{k} {v * 1000:.0f} ms"
+                                           for k, v in sdk_imports.items()))
 
     total_ours = next(us for name, d, us in ours if name == "massgen_mcp.server" and d == 0)
     total_sdk = next(us for name, d, us in sdk_only if name == "mcp.server.mcpserver" and d == 0)
@@ -238,6 +260,7 @@ def main() -> int:
                      round(import_sdk, 4), "massgen_mcp.server": round(import_ours, 4)},
         "importtime_ms": {"massgen_mcp.server": round(total_ours / 1000, 1),
                           "mcp.server.mcpserver": round(total_sdk / 1000, 1)},
+        "sdk_import_s": {k: round(v, 4) for k, v in sdk_imports.items()},
         "phases_s": {k: round(v, 4) for k, v in (phases or {}).items()},
         "slowest_modules_ms": {n: round(us / 1000, 1) for n, us in mine},
         "extra_packages_ms": {n: round(us / 1000, 1) for n, us in pulled},

@@ -44,17 +44,14 @@ async def run(
     """
     from pathlib import Path
 
-    from .config import resolve_team
-    from .engine import Engine
-    from .inputs import join_context, read_context_files
-    from .paths import state_dir as default_state_dir
+    from .service import Service
 
-    chosen = resolve_team(models=models, team=team).with_overrides(
-        max_new_answers_per_agent=max_answers_per_agent,
-        orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens)
-    engine = Engine(default_state_dir(state_dir) if state_dir else default_state_dir())
-    ctx = join_context(context, read_context_files(files or [], Path.cwd()))
-    return await engine.run(chosen, task, context=ctx)
+    service = Service(Path(state_dir) if state_dir else None)
+    chosen = await service.team_for(models=models, team=team,
+                                    max_answers_per_agent=max_answers_per_agent,
+                                    timeout_s=timeout_s, max_total_tokens=max_total_tokens)
+    return await service.prepare(chosen, task,
+                                 context=service.context_for(context, files)).start()
 
 
 def run_sync(task: str, **kwargs: Any) -> RunResult:

@@ -26,24 +26,36 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
 
 
-def _serve_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--transport", choices=["stdio", "sse", "streamable-http"], default="stdio",
-                   help="how MCP clients connect (default: stdio)")
-    p.add_argument("--host", default="127.0.0.1",
+def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
+    import argparse
+
+    # The `serve` subcommand repeats these options; its copies must not reset values given
+    # before it (`massgen-mcp --team x serve`), hence SUPPRESS there.
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if suppress else value
+
+    p.add_argument("--transport", choices=["stdio", "sse", "streamable-http"],
+                   default=default("stdio"), help="how MCP clients connect (default: stdio)")
+    p.add_argument("--host", default=default("127.0.0.1"),
                    help="address to bind for sse/streamable-http (default 127.0.0.1; any other "
                         "address requires --token)")
-    p.add_argument("--port", type=int, default=8765, help="port for sse/streamable-http")
-    p.add_argument("--token", default=None,
+    p.add_argument("--port", type=int, default=default(8765),
+                   help="port for sse/streamable-http (default 8765)")
+    p.add_argument("--token", default=default(None),
                    help="bearer token HTTP clients must send (default: $MASSGEN_MCP_TOKEN)")
-    p.add_argument("--team", default=None,
+    p.add_argument("--allowed-host", action="append", default=default([]), metavar="NAME",
+                   help="an extra Host name clients use to reach a non-loopback server; "
+                        "repeatable (this machine's names are allowed already)")
+    p.add_argument("--team", default=default(None),
                    help="default team for every tool call: a bundled name or a team YAML path "
                         "(a call's own team/models wins)")
-    p.add_argument("--checkpoint-team", default=None,
+    p.add_argument("--checkpoint-team", default=default(None),
                    help="reviewer team for the checkpoint tool (bundled name or YAML path)")
-    p.add_argument("--state-dir", default=None,
+    p.add_argument("--state-dir", default=default(None),
                    help="where runs, plans and checkpoints are kept (default: $MASSGEN_MCP_HOME "
                         "or ./.massgen)")
-    p.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    p.add_argument("--log-level", default=default("WARNING"),
+                   help="stderr log level (default WARNING)")
 
 
 def _team_options(p: argparse.ArgumentParser) -> None:
@@ -79,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the MCP server (the default command)",
                            description="Run the MCP server.")
-    _serve_options(serve)
+    _serve_options(serve, suppress=True)
 
     run = sub.add_parser("run", help="run one consensus and print the answer",
                          description="Run one consensus: progress on stderr, the final answer "

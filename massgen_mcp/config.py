@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -38,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from .env import Environment, expand_vars
 from .errors import ConfigError, MissingKeyError
 from .providers import (
     PROVIDERS,
@@ -52,90 +51,6 @@ log = logging.getLogger(__name__)
 
 Level = Literal["lenient", "balanced", "strict"]
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-# ---------------------------------------------------------------------------- environment
-
-
-def read_dotenv(path: Path) -> dict[str, str]:
-    """Parse a .env file (KEY=VALUE lines, optional `export`, quotes, # comments)."""
-    values: dict[str, str] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return values
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        key, value = key.strip(), value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        if key:
-            values[key] = value
-    return values
-
-
-class Environment(Mapping[str, str]):
-    """The process environment, falling back to a `.env` file in the working directory.
-
-    Real environment variables win over `.env` entries, as with every dotenv tool.
-    """
-
-    def __init__(
-        self, environ: Mapping[str, str] | None = None, dotenv_dir: Path | None = None
-    ) -> None:
-        self._environ = dict(os.environ if environ is None else environ)
-        self._dotenv = read_dotenv((dotenv_dir or Path.cwd()) / ".env")
-
-    def __getitem__(self, key: str) -> str:
-        value = self._environ.get(key)
-        if value is None or value == "":
-            value = self._dotenv.get(key)
-        if value is None or value == "":
-            raise KeyError(key)
-        return value
-
-    def __iter__(self):  # type: ignore[override]
-        return iter({**self._dotenv, **self._environ})
-
-    def __len__(self) -> int:
-        return len({**self._dotenv, **self._environ})
-
-    def first(self, names: tuple[str, ...]) -> str | None:
-        for name in names:
-            if name in self:
-                return self[name]
-        return None
-
-
-def expand_vars(value: Any, env: Mapping[str, str], where: str = "") -> Any:
-    """Expand `${VAR}` and `${VAR:-default}` in every string of a YAML tree.
-
-    An unset variable without a default is a ConfigError naming the variable and field.
-    """
-    if isinstance(value, str):
-
-        def sub(m: re.Match[str]) -> str:
-            name, default = m.group(1), m.group(2)
-            if name in env:
-                return env[name]
-            if default is not None:
-                return default
-            raise ConfigError(f"{where}: environment variable {name} is not set; set it or "
-                              f"write ${{{name}:-default}}")
-
-        return _VAR.sub(sub, value)
-    if isinstance(value, list):
-        return [expand_vars(v, env, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        return {k: expand_vars(v, env, f"{where}.{k}" if where else str(k))
-                for k, v in value.items()}
-    return value
 
 
 # ---------------------------------------------------------------------------- models
@@ -357,7 +272,9 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
     model = b.model or provider.default_model
     if not model and provider.wire != "sampling":
         raise ConfigError(f"{path}.model: this field is required for type '{b.type}'")
-    base_url = b.base_url or provider.base_url
+    # A local server that is not on its default port: OLLAMA_BASE_URL, LMSTUDIO_BASE_URL, ...
+    moved = env.get(f"{provider.name.upper()}_BASE_URL") if provider.local else None
+    base_url = b.base_url or moved or provider.base_url
     if b.type == "chatcompletion" and not b.base_url:
         raise ConfigError(f"{path}.base_url: type 'chatcompletion' needs a base_url "
                           "(the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1)")
@@ -512,60 +429,3 @@ def team_from_models(
     spec = ",".join(f"{k}/{m}" if m else k for k, m in pairs)
     return team_from_data({"agents": agents, "orchestrator": orchestrator or {}},
                           "--models", env, name=f"models:{spec}")
-
-
-# ---------------------------------------------------------------------------- default team
-
-AUTO_PROVIDERS = ("openai", "claude", "gemini", "grok", "openrouter")
-AUTO_MODELS = {"openrouter": ("openai/gpt-5", "anthropic/claude-sonnet-4.5",
-                              "google/gemini-2.5-pro")}
-NO_MODELS_HELP = (
-    "no models are configured: set a provider key (OPENAI_API_KEY, ANTHROPIC_API_KEY, "
-    "GEMINI_API_KEY, XAI_API_KEY or OPENROUTER_API_KEY) in the environment or a .env file, "
-    "or pass models (e.g. models='openai/gpt-5,anthropic/claude-sonnet-4-5', or "
-    "'ollama/llama3.3' for a local server) or a team (a bundled name or a team YAML path); "
-    "with an MCP client that supports sampling, models='sampling' uses the client's model. "
-    "Run `massgen-mcp doctor` to see what is available.")
-
-
-def auto_team_models(env: Environment) -> list[str]:
-    """The --models list a default team is built from: one agent per provider with a key;
-    with a single provider, three agents on it (OpenRouter: three different vendors)."""
-    available = [n for n in AUTO_PROVIDERS if env.first(PROVIDERS[n].key_env)]
-    direct = [n for n in available if n != "openrouter"]
-    if len(direct) >= 2:
-        return [f"{n}/{PROVIDERS[n].default_model}" for n in direct]
-    if "openrouter" in available:
-        return [f"openrouter/{m}" for m in AUTO_MODELS["openrouter"]]
-    if direct:
-        return [f"{direct[0]}/{PROVIDERS[direct[0]].default_model}"] * 3
-    return []
-
-
-def resolve_team(
-    *,
-    models: str | list[str] | None = None,
-    team: str | None = None,
-    default_team: str | None = None,
-    env: Environment | None = None,
-    sampling_available: bool = False,
-    extra_models: list[str] | None = None,
-) -> Team:
-    """Pick the team for a call: the call's models, else its team, else the server's default
-    team, else one built from the keys that are set (or local model servers found by the
-    caller, `extra_models`), else the MCP client's own model through sampling."""
-    env = env if env is not None else Environment()
-    if models:
-        return team_from_models(models, env)
-    if team:
-        return load_team(team, env)
-    if default_team:
-        return load_team(default_team, env)
-    auto = auto_team_models(env) or list(extra_models or [])
-    if auto:
-        t = team_from_models(auto, env)
-        return Team("auto", t.agents, t.orchestrator, "auto:" + ",".join(auto))
-    if sampling_available:
-        t = team_from_models(["sampling"] * 3, env)
-        return Team("sampling", t.agents, t.orchestrator, "auto:sampling")
-    raise ConfigError(NO_MODELS_HELP)

@@ -14,13 +14,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from .config import (
-    Environment,
-    bundled_team_names,
-    resolve_team,
-)
+from .config import Environment, bundled_team_names
 from .errors import MassgenError
 from .providers import PROVIDERS, Provider
+from .teams import resolve_team
 
 if TYPE_CHECKING:
     from .service import Service
@@ -102,12 +99,13 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
             continue
         if p.local:
             models = local.get(p.name)
+            endpoint = env.get(f"{p.name.upper()}_BASE_URL") or p.base_url
             out.append(ProviderStatus(
                 provider=p.name, wire_format=p.wire, usable=models is not None, local=True,
-                endpoint=p.base_url, models=(models or [])[:20],
+                endpoint=endpoint, models=(models or [])[:20],
                 fix="" if models is not None else
-                f"start {p.name} so that {p.base_url}/models answers, then use "
-                f"models='{p.name}/<model>'"))
+                f"start {p.name} so that {endpoint}/models answers (or set "
+                f"{p.name.upper()}_BASE_URL), then use models='{p.name}/<model>'"))
             continue
         key = env.first(p.key_env)
         fix = "" if key else f"set {' or '.join(p.key_env)}" + (

@@ -313,7 +313,7 @@ def _register_prompts(mcp: MCPServer) -> None:
                 "concrete findings ranked by severity, each with a suggested fix. Report the "
                 "team's final review and where reviewers disagreed.")
 
-    @mcp.prompt(title="Team plan")
+    @mcp.prompt(name="plan", title="Team plan")
     def plan_prompt(goal: str) -> str:
         """Have a team of models agree on a validated task plan for a goal."""
         return (f"Use the massgen plan tool to get a team-agreed task plan for: {goal}\n\n"
@@ -423,7 +423,12 @@ def serve(args: argparse.Namespace) -> int:
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)
-    return 0
+    # Every run record is closed by now. Skip the interpreter's teardown (seconds of garbage
+    # collection after the provider SDKs were loaded): clients wait for us to exit.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(0)
 
 
 async def _on_signals(service: Service, stop: anyio.Event, stdio: bool) -> None:
@@ -459,7 +464,7 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
         def capture_signals(self) -> Any:  # we handle signals ourselves (see _on_signals)
             return contextlib.nullcontext()
 
-    app = http_app(mcp, args.transport, args.host, token)
+    app = http_app(mcp, args.transport, args.host, token, args.allowed_host)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=3)
     server = _Server(config)

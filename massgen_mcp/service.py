@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import Environment, Team, auto_team_models, resolve_team
+from .config import Environment, Team
 from .coordination.answers import AnswerFormat
 from .coordination.result import RunResult
 from .engine import Engine, Listener, LiveRun
 from .errors import InputError
 from .inputs import join_context, read_context_files
 from .paths import state_dir
+from .teams import auto_team_models, resolve_team
 
 
 @dataclass

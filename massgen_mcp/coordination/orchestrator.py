@@ -180,7 +180,7 @@ class Orchestrator:
         winner = None
         if self._winner is not None and self._winner.answers:
             w = self._winner
-            winner = WinnerInfo(agent_id=w.spec.id, model=w.spec.model, label=w.label or "",
+            winner = WinnerInfo(agent_id=w.spec.id, model=w.backend.model, label=w.label or "",
                                 votes=tally[w.spec.id])
         totals = Totals(restarts=self._restarts, votes=len(votes),
                         answers=sum(len(a.answers) for a in self.agents))
@@ -191,7 +191,7 @@ class Orchestrator:
             totals.provider_calls += a.usage.calls
             agents.append(AgentInfo(
                 agent_id=a.spec.id, anonymous_id=a.anon, provider=a.spec.provider.name,
-                model=a.spec.model, status=self._agent_state(a), answers=len(a.answers),
+                model=a.backend.model, status=self._agent_state(a), answers=len(a.answers),
                 usage=_usage_info(a.usage), error=a.error,
                 notes=[*a.notes, *(a.toolbox.notes if a.toolbox else [])]))
         totals.total_tokens = totals.input_tokens + totals.output_tokens
@@ -212,7 +212,7 @@ class Orchestrator:
             final_data=final.data if final else None,
             winner=winner, tally={c: tally[c] for c in candidates},
             votes=self._current_votes(),
-            answers=[AnswerInfo(label=a.label or "", agent_id=a.spec.id, model=a.spec.model,
+            answers=[AnswerInfo(label=a.label or "", agent_id=a.spec.id, model=a.backend.model,
                                 text=a.answers[-1].text, data=a.answers[-1].data)
                      for a in self.agents if a.answers],
             agents=agents, totals=totals,

@@ -27,7 +27,8 @@ class AnswerInfo(BaseModel):
     agent_id: str
     model: str
     text: str
-    data: Any = Field(default=None, description="The structured answer (plan mode), if any.")
+    data: dict[str, Any] | None = Field(
+        default=None, description="The structured answer (plan and checkpoint modes), if any.")
 
 
 class VoteInfo(BaseModel):
@@ -75,7 +76,8 @@ class RunResult(BaseModel):
     final_answer: str | None = Field(
         default=None, description="The answer the team converged on (presented by the winner)."
     )
-    final_data: Any = Field(default=None, description="Structured final answer, if any.")
+    final_data: dict[str, Any] | None = Field(
+        default=None, description="The structured final answer (plan and checkpoint modes).")
     winner: WinnerInfo | None = None
     tally: dict[str, int] = Field(
         default_factory=dict, description="Votes per agent id, for agents with answers."
