@@ -18,12 +18,9 @@ from typing import Any
 from .coordination.result import RunResult
 from .errors import InputError, RunNotFoundError
 from .paths import runs_dir
+from .redaction import KEY_SHAPES
 
 _RUN_ID = re.compile(r"^run_[0-9]{8}T[0-9]{6}Z_[0-9a-f]{6}$")
-# Shapes of provider keys, redacted even when we did not know the key (defence in depth).
-_KEY_SHAPES = re.compile(
-    r"sk-ant-[A-Za-z0-9_-]{16,}|sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}|"
-    r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}")
 
 
 def new_run_id() -> str:
@@ -47,7 +44,7 @@ class Redactor:
     def text(self, s: str) -> str:
         for k in self.known:
             s = s.replace(k, "***")
-        return _KEY_SHAPES.sub("***", s)
+        return KEY_SHAPES.sub("***", s)
 
     def json(self, obj: Any) -> str:
         return self.text(json.dumps(obj, ensure_ascii=False, default=str))

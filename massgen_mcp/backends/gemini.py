@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
-from .openai_chat import (
+from ._common import (
     bad_reply_error,
     connection_error,
     new_call_id,

@@ -368,10 +368,13 @@ class Orchestrator:
                     return outcome
                 problems = outcome
             else:
-                unknown = [c.name for c in calls
-                           if not (a.toolbox and a.toolbox.owns(c.name))]
-                problems = [f"unknown tool {n!r}; available: "
-                            f"{', '.join(sorted(workflow_names))}" for n in unknown]
+                unknown = [c for c in calls if not (a.toolbox and a.toolbox.owns(c.name))]
+                # A malformed call (e.g. Gemini's MALFORMED_FUNCTION_CALL) may have lost its
+                # name: say what was wrong with it rather than "unknown tool".
+                problems = [f"your tool call was malformed: {c.arguments_error}"
+                            if c.arguments_error else
+                            f"unknown tool {c.name!r}; available: "
+                            f"{', '.join(sorted(workflow_names))}" for c in unknown]
                 if not problems:
                     results = await self._run_tools(a, calls, tool_calls_left)
                     tool_calls_left -= len(calls)

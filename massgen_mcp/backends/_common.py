@@ -1,0 +1,134 @@
+"""What the three wire-format backends share: argument parsing, key redaction, and the error
+messages, so every backend fails the same way and no message ever carries a key."""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BackendError, PermanentBackendError, TransientBackendError
+from ..providers import provider_for_base_url
+from ..redaction import KEY_SHAPES
+
+if TYPE_CHECKING:
+    import ssl
+
+    from ..config import AgentSpec
+
+# An Azure API version that accepts everything this backend sends (tools, tool_choice,
+# max_completion_tokens, reasoning_effort); backend.api_version overrides it.
+AZURE_API_VERSION = "2025-04-01-preview"
+# Chat Completions has no error flag on tool results; the model reads this prefix instead.
+TOOL_ERROR_PREFIX = "Error: "
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """One TLS context for every client: building one loads the trust store, which takes
+    ~0.1 s of blocking CPU, and each SDK client would otherwise build its own."""
+    try:
+        import httpx2 as httpx_module  # what the current SDKs use (honours SSL_CERT_FILE)
+    except ImportError:
+        import httpx as httpx_module
+    return httpx_module.create_ssl_context()
+
+
+def new_call_id() -> str:
+    """A tool call id for providers that do not give one."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Tool-call arguments as a dict, or ``({}, why)`` when they are not a JSON object."""
+    if isinstance(raw, dict):
+        return raw, None
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None  # a call without arguments
+    value = raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError as e:
+            return {}, f"the arguments are not valid JSON ({e}): {_clip(raw, 200)}"
+    if not isinstance(value, dict):
+        return {}, (f"the arguments must be a JSON object, not {type(value).__name__}: "
+                    f"{_clip(json.dumps(value), 200)}")
+    return value, None
+
+
+def redact(text: str, spec: AgentSpec) -> str:
+    """`text` without the agent's API key or anything shaped like a provider key."""
+    if spec.api_key is not None:
+        secret = spec.api_key.get_secret_value()
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return KEY_SHAPES.sub("***", text)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def key_hint(spec: AgentSpec) -> str:
+    """Where this agent's key comes from, to tell the user what to fix."""
+    if spec.backend.api_key is not None:
+        return "backend.api_key in the team file"
+    env = spec.provider.key_env
+    if spec.provider.name == "chatcompletion" and spec.base_url:
+        match = provider_for_base_url(spec.base_url)
+        env = match.key_env if match else env
+    return " or ".join(env) if env else "backend.api_key in the team file"
+
+
+def status_error(spec: AgentSpec, status: int, detail: str) -> BackendError:
+    """The error for an HTTP status the SDK gave up on (after its own retries)."""
+    where = f"{spec.provider.name}/{spec.model}"
+    kw: dict[str, Any] = {"provider": spec.provider.name, "model": spec.model, "status": status}
+    detail = _clip(redact(detail, spec), 240)
+    if status in (401, 403):  # the provider's text may quote part of the key: leave it out
+        return PermanentBackendError(
+            f"{where}: authentication failed (HTTP {status}): check {key_hint(spec)}", **kw)
+    if status == 404:
+        where_url = f" ({spec.base_url})" if spec.base_url else ""
+        return PermanentBackendError(
+            f"model '{spec.model}' not found at {spec.provider.name}{where_url} (HTTP 404): "
+            f"check the model name{' and base_url' if spec.base_url else ''}", **kw)
+    retries = spec.backend.max_retries
+    if status == 429:
+        return TransientBackendError(
+            f"{where}: rate limited (HTTP 429) after {retries} retries: {detail}; wait and "
+            "retry, use fewer agents on this provider, or raise backend.max_retries", **kw)
+    if status >= 500 or status in (408, 409):
+        return TransientBackendError(
+            f"{where}: provider error (HTTP {status}) after {retries} retries: {detail}; "
+            "retry later", **kw)
+    return PermanentBackendError(
+        f"{where}: request rejected (HTTP {status}): {detail}; fix the backend options "
+        "(model, max_tokens, temperature, reasoning) in the team file", **kw)
+
+
+def timeout_error(spec: AgentSpec) -> TransientBackendError:
+    b = spec.backend
+    return TransientBackendError(
+        f"{spec.provider.name}/{spec.model}: no reply within {b.request_timeout_seconds:g}s "
+        f"(after {b.max_retries} retries): raise backend.request_timeout_seconds or retry later",
+        provider=spec.provider.name, model=spec.model)
+
+
+def connection_error(spec: AgentSpec, detail: str) -> TransientBackendError:
+    target = spec.base_url or f"the {spec.provider.name} API"
+    fix = (f"is the {spec.provider.name} server running?" if spec.provider.local
+           else "check the network and base_url")
+    return TransientBackendError(
+        f"{spec.provider.name}/{spec.model}: cannot reach {target} "
+        f"({_clip(redact(detail, spec), 160)}): {fix}",
+        provider=spec.provider.name, model=spec.model)
+
+
+def bad_reply_error(spec: AgentSpec, detail: str) -> TransientBackendError:
+    return TransientBackendError(
+        f"{spec.provider.name}/{spec.model}: unexpected reply from the provider "
+        f"({_clip(redact(detail, spec), 200)}); retry, or check base_url points at a "
+        "compatible endpoint", provider=spec.provider.name, model=spec.model)
