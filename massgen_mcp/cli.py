@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command or "serve"
     try:
         if command == "serve":
-            from .server import serve
+            from .transports import serve
 
             return serve(args)
         if command in ("run", "plan"):

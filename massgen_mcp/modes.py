@@ -58,8 +58,8 @@ class PlanResult(BaseModel):
 def prepare_plan(service: Service, team: Team, goal: str, *, depth: str = "dynamic",
                  constraints: list[str] | str | None = None, context: str | None = None,
                  **prepare_kwargs: Any) -> PreparedRun:
+    from .plan_format import PlanAnswerFormat, plan_task_text
     from .plan_store import save_plan
-    from .planning import PlanAnswerFormat, plan_task_text
 
     if depth not in DEPTHS:
         raise InputError(f"depth '{depth}' is not one of {', '.join(DEPTHS)}")

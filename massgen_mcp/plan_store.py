@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .errors import InputError, MassgenError
 from .paths import plans_dir
-from .planning import Plan, accepted_task_range, plan_markdown, validate_plan
+from .plan_format import plan_markdown
+from .planning import Plan, accepted_task_range, validate_plan
 
 log = logging.getLogger(__name__)
 

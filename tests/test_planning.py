@@ -14,14 +14,13 @@ import pytest
 from massgen_mcp import plan_store
 from massgen_mcp.coordination.answers import AnswerRejected, ParsedAnswer
 from massgen_mcp.errors import InputError
+from massgen_mcp.plan_format import PlanAnswerFormat, plan_markdown
 from massgen_mcp.plan_store import get_plan, list_plans, save_plan
 from massgen_mcp.planning import (
     DEPTH_TARGETS,
     Plan,
-    PlanAnswerFormat,
     accepted_task_range,
     plan_json_schema,
-    plan_markdown,
     validate_plan,
 )
 
