@@ -23,7 +23,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -283,16 +282,6 @@ def _serve_provider() -> None:
             else:
                 out = f"unknown command {cmd!r}"
             print(out, flush=True)
-
-
-def wait_until(predicate: Any, timeout: float, interval: float = 0.02) -> bool:
-    """Poll `predicate` until it holds or `timeout` passes (for external processes)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-    return True
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["provider"]:

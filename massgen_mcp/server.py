@@ -82,6 +82,13 @@ class Server:
 
     # ------------------------------------------------------------------ running
 
+    async def team_for(self, ctx: Context, **choice: Any) -> Any:
+        """The call's team (models/team/limits in `choice`), checked against what the client
+        can do: a sampling team needs a client that can sample on this connection."""
+        team = await self.service.team_for(sampling_available=self.can_sample(ctx), **choice)
+        self.check_sampling(team, ctx)
+        return team
+
     def check_sampling(self, team: Any, ctx: Context) -> None:
         """A team with sampling agents needs a client that can sample on this connection."""
         from .backends.sampling import NO_BACK_CHANNEL, NO_SAMPLING
@@ -208,11 +215,8 @@ def build_server(service: Service) -> tuple[MCPServer, Server]:
         reasons, every agent's answer, usage and the run id. Sends progress notifications
         while it runs."""
         try:
-            chosen = await service.team_for(models=models, team=team,
-                                      sampling_available=app.can_sample(ctx),
-                                      max_answers_per_agent=max_answers_per_agent,
-                                      timeout_s=timeout_s)
-            app.check_sampling(chosen, ctx)
+            chosen = await app.team_for(ctx, models=models, team=team, timeout_s=timeout_s,
+                                        max_answers_per_agent=max_answers_per_agent)
             prepared = service.prepare(chosen, task, context=service.context_for(context, files),
                                        backend_context={"session": ctx.session})
         except MassgenError as e:

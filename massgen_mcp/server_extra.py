@@ -72,9 +72,7 @@ def register(mcp: MCPServer, app: Server) -> None:
         are sent back to be fixed; the team votes; the winning plan is stored under
         .massgen/plans/ and returned with a Markdown rendering and the vote."""
         try:
-            chosen = await service.team_for(models=models, team=team,
-                                            sampling_available=app.can_sample(ctx))
-            app.check_sampling(chosen, ctx)
+            chosen = await app.team_for(ctx, models=models, team=team)
             prepared = prepare_plan(service, chosen, goal, depth=depth, constraints=constraints,
                                     context=service.context_for(context, files),
                                     backend_context={"session": ctx.session})
@@ -180,9 +178,7 @@ def register(mcp: MCPServer, app: Server) -> None:
         try:
             load_session(service.state, workspace_dir)  # no session: say so before anything
             name = checkpoint_team(service, models, team)
-            chosen = await service.team_for(models=models, team=name,
-                                            sampling_available=app.can_sample(ctx))
-            app.check_sampling(chosen, ctx)
+            chosen = await app.team_for(ctx, models=models, team=name)
             prepared, _ = prepare_checkpoint(
                 service, chosen, objective=objective, action_goals=action_goals,
                 eval_criteria=eval_criteria, workspace_dir=workspace_dir,

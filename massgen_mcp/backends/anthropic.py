@@ -12,19 +12,15 @@ echoed back unchanged through `Turn.provider_data`, as the API requires during t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
 from ._common import (
-    bad_reply_error,
-    connection_error,
     new_call_id,
     parse_arguments,
     ssl_context,
-    status_error,
-    timeout_error,
+    stainless_errors,
 )
 
 if TYPE_CHECKING:
@@ -34,23 +30,10 @@ DEFAULT_MAX_TOKENS = 8192
 _WIRE = "anthropic"
 
 
-@contextmanager
-def _api_errors(spec: AgentSpec) -> Iterator[None]:
-    """Translate the anthropic SDK's exceptions; cancellation passes through untouched."""
+def _api_errors(spec: AgentSpec) -> AbstractContextManager[None]:
     import anthropic
 
-    try:
-        yield
-    except anthropic.APIStatusError as e:
-        body = e.body if isinstance(e.body, dict) else {}
-        detail = (body.get("error") or {}).get("message") or body.get("message") or e.message
-        raise status_error(spec, e.status_code, str(detail)) from None
-    except anthropic.APITimeoutError:
-        raise timeout_error(spec) from None
-    except anthropic.APIConnectionError as e:
-        raise connection_error(spec, str(e.__cause__ or e)) from None
-    except anthropic.AnthropicError as e:
-        raise bad_reply_error(spec, str(e)) from None
+    return stainless_errors(spec, anthropic, anthropic.AnthropicError)
 
 
 class AnthropicBackend:

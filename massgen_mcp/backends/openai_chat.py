@@ -11,8 +11,7 @@ with the Anthropic and Gemini backends, so all three fail the same way.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
@@ -20,12 +19,10 @@ from ._common import (
     AZURE_API_VERSION,
     TOOL_ERROR_PREFIX,
     bad_reply_error,
-    connection_error,
     new_call_id,
     parse_arguments,
     ssl_context,
-    status_error,
-    timeout_error,
+    stainless_errors,
 )
 
 if TYPE_CHECKING:
@@ -35,23 +32,10 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------------------- the backend
 
 
-@contextmanager
-def _api_errors(spec: AgentSpec) -> Iterator[None]:
-    """Translate the openai SDK's exceptions; cancellation passes through untouched."""
+def _api_errors(spec: AgentSpec) -> AbstractContextManager[None]:
     import openai
 
-    try:
-        yield
-    except openai.APIStatusError as e:
-        body = e.body if isinstance(e.body, dict) else {}
-        detail = body.get("message") or (body.get("error") or {}).get("message") or e.message
-        raise status_error(spec, e.status_code, str(detail)) from None
-    except openai.APITimeoutError:
-        raise timeout_error(spec) from None
-    except openai.APIConnectionError as e:
-        raise connection_error(spec, str(e.__cause__ or e)) from None
-    except openai.OpenAIError as e:
-        raise bad_reply_error(spec, str(e)) from None
+    return stainless_errors(spec, openai, openai.OpenAIError)
 
 
 class OpenAIChatBackend:
