@@ -19,6 +19,7 @@ the child's entry point (a line protocol on stdin/stdout: ``latency S``, ``count
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -54,7 +55,7 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(q / 100 * len(ordered))))
     return ordered[rank - 1]
 
 
@@ -62,7 +63,10 @@ def print_table(headers: list[str], rows: list[list[Any]]) -> None:
     """A plain aligned table on stdout (also valid Markdown, to paste into the README)."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    line = lambda r: "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"  # noqa: E731
+
+    def line(row: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
+
     print(line(cells[0]))
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in cells[1:]:

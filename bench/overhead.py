@@ -1,7 +1,8 @@
 """Benchmark: what the orchestration adds on top of the models' own latency (not a test).
 
     python bench/overhead.py [--runs 5] [--latency 0,0.2] [--agents 3,16] [--mixed]
-                             [--tool-runs 3] [--tool-latency 0.2] [--no-tools] [--profile]
+                             [--tool-runs 3] [--tool-latency 0.2] [--no-tools]
+                             [--no-tracemalloc] [--state-dir DIR] [--profile]
 
 Runs teams of scripted agents (answer, vote for agent1, the winner presents) through
 `massgen_mcp.engine.Engine` against the loopback scripted provider, which runs in its own

@@ -28,6 +28,7 @@ from .runs import Redactor, RunRecord, RunStore, check_run_id, new_run_id
 log = logging.getLogger(__name__)
 
 Listener = Callable[[dict[str, Any]], None]
+STATUS_INTERVAL = 0.25
 # Events after which status.json is rewritten (the rest only go to events.jsonl).
 _STATUS_EVENTS = frozenset({"answer", "vote", "agent_failed", "consensus", "restart",
                             "presentation_started", "tool_server_failed"})
@@ -55,7 +56,10 @@ class LiveRun:
     orchestrator: Orchestrator | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
     result: RunResult | None = None
+    outcome: Any = None  # what the run's `after` hook returned
+    outcome_error: str | None = None  # why the `after` hook failed
     cancel_requested: bool = False
+    dirty: anyio.Event = field(default_factory=anyio.Event)  # status.json is behind
 
     def snapshot(self) -> RunResult | None:
         if self.result is not None:
@@ -96,36 +100,45 @@ class Engine:
         context: str | None = None,
         answer_format: AnswerFormat | None = None,
         backend_context: dict[str, Any] | None = None,
+        after: Callable[[RunResult], Any] | None = None,
     ) -> RunResult:
-        """Run a prepared run to its end. A cancelled caller still gets a `cancelled` record."""
+        """Run a prepared run to its end. A cancelled caller still gets a `cancelled` record.
+
+        `after` runs on the final result before anyone waiting on the run is woken (it stores
+        plans and checkpoint plans); its return value is `live.outcome`.
+        """
         backends = self._backends(team, backend_context or {})
-        orch: Orchestrator | None = None
         try:
-            async with AsyncExitStack() as stack:
-                toolboxes = await self._toolboxes(stack, team, live)
-                orch = Orchestrator(
-                    team, backends, task, run_id=live.run_id, log_dir=str(live.record.dir),
-                    context=context, answer_format=answer_format, toolboxes=toolboxes,
-                    emit=lambda kind, data: self._on_event(live, kind, data))
-                live.orchestrator = orch
-                if live.cancel_requested:
-                    orch.cancel()
-                result = await orch.run()
+            async with anyio.create_task_group() as writer:
+                writer.start_soon(self._status_writer, live)
+                async with AsyncExitStack() as stack:
+                    toolboxes = await self._toolboxes(stack, team, live)
+                    orch = Orchestrator(
+                        team, backends, task, run_id=live.run_id, log_dir=str(live.record.dir),
+                        context=context, answer_format=answer_format, toolboxes=toolboxes,
+                        emit=lambda kind, data: self._on_event(live, kind, data))
+                    live.orchestrator = orch
+                    if live.cancel_requested:
+                        orch.cancel()
+                    result = await orch.run()
+                    # Final now: record it and wake whoever waits before the agents' tool
+                    # servers are stopped (about a second per server, off the answer's path).
+                    self._finish(live, result, after)
+                writer.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 status = "interrupted" if self.shutting_down else "cancelled"
-                result = self._stopped(live, team, task, status)
+                result = self._stopped(live, team, task, status, after=after)
                 await self._close(backends)
             raise
         except Exception as e:
             with anyio.CancelScope(shield=True):
-                result = self._stopped(live, team, task, "failed", error=str(e))
+                result = self._stopped(live, team, task, "failed", error=str(e), after=after)
                 await self._close(backends)
             if isinstance(e, MassgenError):
                 return result
             raise
         await self._close(backends)
-        self._finish(live, result)
         return result
 
     async def run(
@@ -194,16 +207,29 @@ class Engine:
 
     def _on_event(self, live: LiveRun, kind: str, data: dict[str, Any]) -> None:
         line = live.record.event(kind, data)
-        if kind in _STATUS_EVENTS and live.orchestrator is not None:
-            live.record.status(live.orchestrator.result())
+        if kind in _STATUS_EVENTS:
+            live.dirty.set()
         for listener in list(live.listeners):
             try:
                 listener(line)
             except Exception:
                 log.exception("run listener failed")
 
+    async def _status_writer(self, live: LiveRun) -> None:
+        """Keep status.json current, at most every STATUS_INTERVAL: rewriting it on every
+        event would cost more than the rest of the orchestration."""
+        while True:
+            await live.dirty.wait()
+            live.dirty = anyio.Event()
+            if live.orchestrator is not None and live.result is None:
+                live.record.status(live.orchestrator.result())
+            await anyio.sleep(STATUS_INTERVAL)
+
     def _stopped(self, live: LiveRun, team: Team, task: str, status: str,
-                 error: str | None = None) -> RunResult:
+                 error: str | None = None, after: Callable[[RunResult], Any] | None = None
+                 ) -> RunResult:
+        if live.result is not None:  # stopped while its tool servers were shutting down
+            return live.result
         orch = live.orchestrator
         if orch is not None:
             orch.cancel("cancelled" if status == "cancelled" else "failed")
@@ -216,10 +242,18 @@ class Engine:
         if error:
             result.error = error
         self._on_event(live, "run_finished", {"status": status, "error": error})
-        self._finish(live, result)
+        self._finish(live, result, after)
         return result
 
-    def _finish(self, live: LiveRun, result: RunResult) -> None:
+    def _finish(self, live: LiveRun, result: RunResult,
+                after: Callable[[RunResult], Any] | None = None) -> None:
+        if after is not None:
+            try:
+                live.outcome = after(result)
+            except Exception as e:
+                log.exception("recording the outcome of run %s failed", live.run_id)
+                live.outcome_error = f"the run finished ({result.status}) but its outcome " \
+                                     f"could not be recorded: {e}"
         live.result = result
         live.record.finish(result)
         live.done.set()

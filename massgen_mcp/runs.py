@@ -7,6 +7,7 @@ has since died is reported `interrupted`, never lost.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -65,6 +66,7 @@ def _process_start(pid: int) -> str | None:
         return None
 
 
+@functools.cache
 def _owner() -> dict[str, Any]:
     return {"pid": os.getpid(), "pid_start": _process_start(os.getpid())}
 

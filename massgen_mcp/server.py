@@ -126,9 +126,15 @@ class Server:
             log.exception("background run %s failed", prepared.run_id)
 
     async def _with_progress(self, prepared: PreparedRun, ctx: Context) -> RunResult:
-        """Run, sending one progress notification per event and a heartbeat when quiet."""
+        """Run, sending one progress notification per event and a heartbeat when quiet.
+
+        The run itself goes to the background task group and this request waits for its
+        result: the agents' tool servers are then stopped after the answer is sent, not
+        before. A client that cancels the request cancels the run.
+        """
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-        prepared.live.listeners.append(send.send_nowait)
+        live = prepared.live
+        live.listeners.append(send.send_nowait)
         sent = 0
         last = anyio.current_time()
 
@@ -152,7 +158,7 @@ class Server:
             while True:
                 await anyio.sleep(HEARTBEAT_SECONDS)
                 if anyio.current_time() - last >= HEARTBEAT_SECONDS:
-                    snap = prepared.live.snapshot()
+                    snap = live.snapshot()
                     working = [a.agent_id for a in snap.agents if a.status == "working"] \
                         if snap else []
                     await report(f"still working ({', '.join(working) or 'team'}; "
@@ -164,12 +170,22 @@ class Server:
             beat = anyio.CancelScope()
             tg.start_soon(_in_scope, beat, heartbeat)
             try:
-                result = await prepared.start()
+                if self.background is not None:
+                    self.background.start_soon(self._background, prepared)
+                    await live.done.wait()
+                else:
+                    await prepared.start()
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                    self.service.engine.cancel(prepared.run_id)
+                    await live.done.wait()  # the record says "cancelled" before we go
+                raise
             finally:
-                prepared.live.listeners.remove(send.send_nowait)
+                live.listeners.remove(send.send_nowait)
                 send.close()  # the pump sends what is queued, then ends
                 beat.cancel()
-        return result
+        assert live.result is not None
+        return live.result
 
 
 async def _in_scope(scope: anyio.CancelScope, fn: Any) -> None:

@@ -17,7 +17,7 @@ from .config import Environment, Team
 from .coordination.answers import AnswerFormat
 from .coordination.result import RunResult
 from .engine import Engine, Listener, LiveRun
-from .errors import InputError
+from .errors import InputError, MassgenError
 from .inputs import join_context, read_context_files
 from .paths import state_dir
 from .teams import auto_team_models, resolve_team
@@ -36,19 +36,22 @@ class PreparedRun:
     backend_context: dict[str, Any] | None = None
     #: Runs on the finished result (e.g. stores the winning plan); its value is `outcome`.
     after: Callable[[RunResult], Any] | None = None
-    outcome: Any = None
 
     @property
     def run_id(self) -> str:
         return self.live.run_id
 
+    @property
+    def outcome(self) -> Any:
+        if self.live.outcome_error:
+            raise MassgenError(self.live.outcome_error)
+        return self.live.outcome
+
     async def start(self) -> RunResult:
-        result = await self.service.engine.execute(
+        return await self.service.engine.execute(
             self.live, self.team, self.task, context=self.context,
-            answer_format=self.answer_format, backend_context=self.backend_context)
-        if self.after is not None:
-            self.outcome = self.after(result)
-        return result
+            answer_format=self.answer_format, backend_context=self.backend_context,
+            after=self.after)
 
 
 class Service:
