@@ -6,6 +6,7 @@ runs that are live in this process, so they can be followed and cancelled.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -16,7 +17,7 @@ from typing import Any
 import anyio
 
 from .backends import Backend, create_backend
-from .config import Environment, Team
+from .config import AgentSpec, Environment, Team
 from .coordination.answers import AnswerFormat
 from .coordination.orchestrator import Orchestrator
 from .coordination.result import RunResult
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[dict[str, Any]], None]
 STATUS_INTERVAL = 0.25
+BACKEND_CACHE_SIZE = 64
 # Events after which status.json is rewritten (the rest only go to events.jsonl).
 _STATUS_EVENTS = frozenset({"answer", "vote", "agent_failed", "consensus", "restart",
                             "presentation_started", "tool_server_failed"})
@@ -74,6 +76,7 @@ class Engine:
         self.store = RunStore(self.state)
         self.live: dict[str, LiveRun] = {}
         self.shutting_down = False  # set by the server on exit: live runs become interrupted
+        self._backend_cache: dict[str, Backend] = {}
 
     # ------------------------------------------------------------------ running
 
@@ -184,10 +187,22 @@ class Engine:
     # ------------------------------------------------------------------ internals
 
     def _backends(self, team: Team, context: dict[str, Any]) -> dict[str, Backend]:
+        """One backend per agent. Provider backends are kept across runs (keyed by everything
+        that shapes their requests), so their HTTP connections (and TLS sessions) are reused
+        instead of being set up again by every agent of every run; they are stateless between
+        turns and safe to share between concurrent runs."""
         out: dict[str, Backend] = {}
         for spec in team.agents:
+            key = _backend_key(spec)
             try:
-                out[spec.id] = create_backend(spec, **context)
+                if key is None:
+                    out[spec.id] = create_backend(spec, **context)
+                    continue
+                if key not in self._backend_cache:
+                    if len(self._backend_cache) >= BACKEND_CACHE_SIZE:
+                        self._backend_cache.pop(next(iter(self._backend_cache)))
+                    self._backend_cache[key] = create_backend(spec, **context)
+                out[spec.id] = self._backend_cache[key]
             except MassgenError as e:
                 out[spec.id] = _BrokenBackend(spec.provider.name, spec.model, str(e))
         return out
@@ -260,8 +275,24 @@ class Engine:
         self.live.pop(live.run_id, None)  # from now on it is served from its files
 
     async def _close(self, backends: dict[str, Backend]) -> None:
+        """Close the backends that are not kept for later runs."""
+        kept = {id(b) for b in self._backend_cache.values()}
         for b in backends.values():
+            if id(b) in kept:
+                continue
             try:
                 await b.aclose()
             except Exception:
                 log.debug("closing backend failed", exc_info=True)
+
+
+def _backend_key(spec: AgentSpec) -> str | None:
+    """What makes two agents' backends interchangeable; None for backends bound to a call
+    (sampling talks to the calling client's session)."""
+    if spec.provider.wire == "sampling":
+        return None
+    key = spec.api_key.get_secret_value() if spec.api_key else ""
+    options = spec.backend.model_dump_json(exclude={"api_key", "mcp_servers", "allowed_tools",
+                                                    "exclude_tools"})
+    digest = hashlib.sha256(key.encode()).hexdigest()  # the key itself is not kept twice
+    return f"{spec.provider.name}|{spec.model}|{spec.base_url}|{digest}|{options}"

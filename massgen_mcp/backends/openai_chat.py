@@ -64,9 +64,15 @@ class OpenAIChatBackend:
     async def turn(
         self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
     ) -> Turn:
+        from openai.types.chat import ChatCompletion
+
         params = self._params(messages, tools, require_tool)
         with _api_errors(self._spec):
-            response = await self._client.chat.completions.create(**params)
+            # The SDK's public `post` (its retries, timeouts, auth and errors) with our body
+            # as is: `chat.completions.create` would first re-walk these plain dicts against
+            # its TypedDicts, a third of the SDK's CPU per call, for nothing.
+            response = await self._client.post("/chat/completions", body=params,
+                                               cast_to=ChatCompletion)
         if not response.choices:
             raise bad_reply_error(self._spec, "the reply has no choices")
         choice = response.choices[0]
