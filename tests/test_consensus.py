@@ -335,7 +335,7 @@ def test_config_with_a_typo_is_rejected_before_any_call(provider, tmp_path: Path
 async def test_run_records_are_written_without_keys(provider, tmp_path: Path) -> None:
     provider.script("r", answer_then_vote("recorded", "agent1"))
     data = {"agents": [{"id": "r", "backend": {**provider.backend("openai", "r"),
-                                               "api_key": "sk-supersecretvalue1234567890"}}]}
+                                               "api_key": "supersecretvalue-1234567890"}}]}
     team = team_from_data(data, "t.yaml", Environment({}))
     result = await run_team(team, tmp_path)
     run_dir = Path(result.log_dir)
