@@ -173,9 +173,7 @@ class Orchestrator:
             status = "completed"
         else:
             status = "failed"
-        candidates = [a.spec.id for a in self.agents if a.answers]
-        votes = {a.spec.id: self._by_anon[a.vote.voted_for].spec.id
-                 for a in self.agents if a.vote and a.vote.voted_for}
+        candidates, votes = self._candidates(), self._votes()
         _, tally = pick_winner(votes, candidates)
         winner = None
         if self._winner is not None and self._winner.answers:
@@ -423,10 +421,7 @@ class Orchestrator:
     # ------------------------------------------------------------------ the end
 
     async def _finish_with_winner(self) -> None:
-        candidates = [a.spec.id for a in self.agents if a.answers]
-        votes = {a.spec.id: self._by_anon[a.vote.voted_for].spec.id
-                 for a in self.agents if a.vote and a.vote.voted_for}
-        winner_id, tally = pick_winner(votes, candidates)
+        winner_id, tally = pick_winner(self._votes(), self._candidates())
         if winner_id is None:
             return
         w = next(a for a in self.agents if a.spec.id == winner_id)
@@ -477,15 +472,21 @@ class Orchestrator:
         self._finished = True
         if self._final is not None:
             return
-        candidates = [a.spec.id for a in self.agents if a.answers]
-        votes = {a.spec.id: self._by_anon[a.vote.voted_for].spec.id
-                 for a in self.agents if a.vote and a.vote.voted_for}
-        winner_id, _ = pick_winner(votes, candidates)
+        winner_id, _ = pick_winner(self._votes(), self._candidates())
         if winner_id is not None:
             self._winner = next(a for a in self.agents if a.spec.id == winner_id)
             self._final = self._winner.answers[-1]
 
     # ------------------------------------------------------------------ helpers
+
+    def _candidates(self) -> list[str]:
+        """Agent ids with an answer, in config order (the order ties are broken in)."""
+        return [a.spec.id for a in self.agents if a.answers]
+
+    def _votes(self) -> dict[str, str]:
+        """Current votes: voter id -> voted-for agent id."""
+        return {a.spec.id: self._by_anon[a.vote.voted_for].spec.id
+                for a in self.agents if a.vote and a.vote.voted_for}
 
     def _current_votes(self) -> list[VoteInfo]:
         return [VoteInfo(voter=a.spec.id, voted_for=self._by_anon[a.vote.voted_for].spec.id,
