@@ -3,7 +3,7 @@
     python bench/hook.py [--calls 50]
 
 Runs `massgen-mcp hook pre-tool-use` (the console script next to this Python, if
-installed) and `python -m massgen_mcp.checkpoint.hook pre-tool-use`, each `--calls` times,
+installed) and `python -m massgen_mcp.hook.main pre-tool-use`, each `--calls` times,
 in a temporary workspace with an active checkpoint plan, cycling through a benign Bash
 call, a dangerous one, an approved MCP call and a Write. Prints median / p90 / min per
 form, plus a bare `python -c pass` for the interpreter's own start-up, and the load
@@ -26,9 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from massgen_mcp.checkpoint.active import KEY_FILE_ENV
-from massgen_mcp.checkpoint.plan import validate_checkpoint_plan
-from massgen_mcp.checkpoint.session import init_session, new_checkpoint_dir, record_result
+from massgen_mcp.hook.active import KEY_FILE_ENV
+from massgen_mcp.modes.checkpoint.schema import validate_checkpoint_plan
+from massgen_mcp.modes.checkpoint.store import init_session, new_checkpoint_dir, record_result
 
 GOAL_MS = 150
 PLAN = {"steps": [
@@ -97,8 +97,8 @@ def main() -> int:
     script = Path(sys.executable).with_name("massgen-mcp")
     forms = {"python -c pass (interpreter start-up, for reference)":
              [sys.executable, "-c", "pass"],
-             "python -m massgen_mcp.checkpoint.hook pre-tool-use":
-             [sys.executable, "-m", "massgen_mcp.checkpoint.hook", "pre-tool-use"]}
+             "python -m massgen_mcp.hook.main pre-tool-use":
+             [sys.executable, "-m", "massgen_mcp.hook.main", "pre-tool-use"]}
     if script.exists():
         forms["massgen-mcp hook pre-tool-use"] = [str(script), "hook", "pre-tool-use"]
     else:

@@ -5,7 +5,7 @@
                              [--no-tracemalloc] [--state-dir DIR] [--profile]
 
 Runs teams of scripted agents (answer, vote for agent1, the winner presents) through
-`massgen_mcp.engine.Engine` against the loopback scripted provider, which runs in its own
+`massgen_mcp.runs.engine.Engine` against the loopback scripted provider, which runs in its own
 process and adds a fixed latency L to every reply. Each configuration is run once to warm up
 (SDK imports, TLS context), then `--runs` times; figures are medians.
 
@@ -77,9 +77,11 @@ from _common import (
     vm_kib,
 )
 
-import massgen_mcp.engine as engine_module
-from massgen_mcp.config import Environment, Team, team_from_data
-from massgen_mcp.engine import Engine
+import massgen_mcp.runs.engine as engine_module
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import team_from_data
+from massgen_mcp.config.team import Team
+from massgen_mcp.runs.engine import Engine
 
 GOAL_RATIO = 1.10
 GOAL_ORCHESTRATION_S = 0.050
@@ -213,7 +215,8 @@ async def _run_once(engine: Engine, team: Team, provider: ProviderProcess, log: 
     if errors:
         raise RuntimeError(f"a script raised: {errors}")
     if not log.completed:
-        raise RuntimeError("provider calls were not timed: massgen_mcp.engine no longer builds "
+        raise RuntimeError("provider calls were not timed: massgen_mcp.runs.engine no longer "
+                           "builds "
                            "backends through its create_backend; update _time_backends")
     return Sample(wall=t1 - t0, outside=(t1 - t0) - log.busy(t0, t1), cpu=cpu,
                   status=result.status, calls=result.totals.provider_calls,

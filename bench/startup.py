@@ -19,7 +19,7 @@ Also printed, so the start-up can be trimmed:
   `--importtime-runs`) beside a bare `import mcp.server.mcpserver`; our 15 slowest modules
   (cumulative) up to a built server; and the self time of every module that a built server
   loads and the bare SDK import does not, i.e. what our imports add;
-- the phases of start-up in one process (import, Service, build_server) and the import time
+- the phases of start-up in one process (import, App, build_server) and the import time
   of each provider SDK, which the first run on a fresh server pays.
 """
 
@@ -52,12 +52,12 @@ t0 = time.perf_counter()
 import massgen_mcp.server as server
 t1 = time.perf_counter()
 from massgen_mcp.paths import state_dir
-from massgen_mcp.service import Service
-service = Service(state_dir(sys.argv[1]), default_team=None, checkpoint_team=None)
+from massgen_mcp.app import App
+app = App(state_dir(sys.argv[1]), default_team=None, checkpoint_team=None)
 t2 = time.perf_counter()
-server.build_server(service)
+server.build_server(app)
 t3 = time.perf_counter()
-print(json.dumps({"import massgen_mcp.server": t1 - t0, "Service()": t2 - t1,
+print(json.dumps({"import massgen_mcp.server": t1 - t0, "App()": t2 - t1,
                   "build_server() (tool schemas, extra tools)": t3 - t2}))
 """
 BARE_SERVER = '''\

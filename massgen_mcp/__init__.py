@@ -18,8 +18,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .config import Team
-    from .coordination.result import RunResult
+    from massgen_mcp.config.team import Team
+    from massgen_mcp.coordination.result import RunResult
 
 __all__ = ["RunResult", "__version__", "load_team", "run", "run_sync"]
 
@@ -44,14 +44,13 @@ async def run(
     """
     from pathlib import Path
 
-    from .service import Service
+    from massgen_mcp.app import App
 
-    service = Service(Path(state_dir) if state_dir else None)
-    chosen = await service.team_for(models=models, team=team,
-                                    max_answers_per_agent=max_answers_per_agent,
-                                    timeout_s=timeout_s, max_total_tokens=max_total_tokens)
-    return await service.prepare(chosen, task,
-                                 context=service.context_for(context, files)).start()
+    app = App(Path(state_dir) if state_dir else None)
+    chosen = await app.team_for(models=models, team=team,
+                                max_answers_per_agent=max_answers_per_agent,
+                                timeout_s=timeout_s, max_total_tokens=max_total_tokens)
+    return await app.consensus(chosen, task, context=app.context_for(context, files)).start()
 
 
 def run_sync(task: str, **kwargs: Any) -> RunResult:
@@ -63,14 +62,14 @@ def run_sync(task: str, **kwargs: Any) -> RunResult:
 
 def load_team(name_or_path: str) -> Team:
     """Load and validate a team (bundled name or YAML path) without running it."""
-    from .config import load_team as _load
+    from massgen_mcp.config.load import load_team as _load
 
     return _load(name_or_path)
 
 
 def __getattr__(name: str) -> Any:
     if name == "RunResult":
-        from .coordination.result import RunResult
+        from massgen_mcp.coordination.result import RunResult
 
         return RunResult
     raise AttributeError(name)

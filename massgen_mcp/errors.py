@@ -15,6 +15,10 @@ backends map their SDK's exceptions to this tree in one place each.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class MassgenError(Exception):
     """Base class: the message is meant for the user."""
@@ -65,3 +69,25 @@ class RunNotFoundError(MassgenError):
 
 class InputError(MassgenError):
     """A tool or CLI argument is invalid."""
+
+
+def format_validation_error(err: ValidationError, where: str) -> str:
+    """`team.yaml: agents[1].backend.type: 'opnai' is not a known backend; did you mean ...`"""
+    lines = []
+    for e in err.errors(include_url=False):
+        path = ""
+        for part in e["loc"]:
+            if isinstance(part, int):
+                path += f"[{part}]"
+            elif str(part).startswith(("function-", "union[", "list[", "dict[")):
+                continue  # pydantic's internal union/validator markers mean nothing to users
+            else:
+                path += f".{part}" if path else str(part)
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "missing":
+            msg = "this field is required"
+        elif e["type"] == "extra_forbidden":
+            msg = "unknown field"
+        lines.append(f"{where}: {path}: {msg}" if path else f"{where}: {msg}")
+    # A union reports the same failure once per member; show each line once.
+    return "\n".join(dict.fromkeys(lines))

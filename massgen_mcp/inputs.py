@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import InputError
+from massgen_mcp.errors import InputError
 
 MAX_FILE_BYTES = 200_000
 MAX_TOTAL_BYTES = 600_000

@@ -7,9 +7,11 @@ from typing import Any
 
 from scripted_provider import ScriptedProvider
 
-from massgen_mcp.config import Environment, Team, team_from_data
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import team_from_data
+from massgen_mcp.config.team import Team
 from massgen_mcp.coordination.result import RunResult
-from massgen_mcp.engine import Engine
+from massgen_mcp.runs.engine import Engine
 
 
 def make_team(provider: ScriptedProvider, agents: list[tuple[str, str, str]],

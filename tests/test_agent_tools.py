@@ -21,7 +21,9 @@ import anyio
 import mcp_types as types
 import pytest
 
-from massgen_mcp.agent_tools import (
+from massgen_mcp.config.team import BackendConfig, MCPServerConfig
+from massgen_mcp.messages import ToolCall
+from massgen_mcp.tools.session import (
     MAX_RESULT_CHARS,
     AgentToolbox,
     AgentToolConfig,
@@ -30,8 +32,6 @@ from massgen_mcp.agent_tools import (
     server_environment,
     tool_name,
 )
-from massgen_mcp.config import BackendConfig, MCPServerConfig
-from massgen_mcp.messages import ToolCall
 
 SERVER = str(Path(__file__).with_name("tool_server.py"))
 # Generous: several Python servers importing the MCP SDK at once on a 2-core machine.
@@ -395,8 +395,8 @@ def test_tool_servers_exit_when_our_process_is_killed(tmp_path: Path) -> None:
     script = f"""
 import anyio, sys
 from pathlib import Path
-from massgen_mcp.agent_tools import open_toolboxes
-from massgen_mcp.config import BackendConfig, MCPServerConfig
+from massgen_mcp.tools.session import open_toolboxes
+from massgen_mcp.config.team import BackendConfig, MCPServerConfig
 from massgen_mcp.messages import ToolCall
 
 async def main():

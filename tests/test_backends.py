@@ -29,7 +29,8 @@ from scripted_provider import (
 from massgen_mcp.backends import Backend, create_backend
 from massgen_mcp.backends._common import AZURE_API_VERSION
 from massgen_mcp.backends.gemini import GeminiBackend
-from massgen_mcp.config import Environment, team_from_data
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import team_from_data
 from massgen_mcp.errors import PermanentBackendError, TransientBackendError
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, system, tool_result, user
 

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
-from massgen_mcp.checkpoint import active
-from massgen_mcp.checkpoint.plan import validate_checkpoint_plan
-from massgen_mcp.checkpoint.plan_format import CheckpointAnswerFormat, render_plan
-from massgen_mcp.checkpoint.policy import POLICY, builtin_criteria, merge_criteria
-from massgen_mcp.checkpoint.prompt import review_task, tool_signature
-from massgen_mcp.checkpoint.session import (
+from massgen_mcp.coordination.answers import AnswerRejected
+from massgen_mcp.errors import InputError
+from massgen_mcp.hook import active
+from massgen_mcp.hook.policy import POLICY, builtin_criteria, merge_criteria
+from massgen_mcp.modes.checkpoint.answer_format import CheckpointAnswerFormat, render_plan
+from massgen_mcp.modes.checkpoint.prompt import review_task, tool_signature
+from massgen_mcp.modes.checkpoint.schema import validate_checkpoint_plan
+from massgen_mcp.modes.checkpoint.store import (
     init_session,
     load_session,
     new_checkpoint_dir,
@@ -22,8 +24,6 @@ from massgen_mcp.checkpoint.session import (
     record_result,
     session_id_for,
 )
-from massgen_mcp.coordination.answers import AnswerRejected
-from massgen_mcp.errors import InputError
 
 TOOLS = ["Bash", "Write", "mcp__ops__deploy", "mcp__ops__health", "mcp__ops__snapshot"]
 GOALS = [{"id": "deploy", "description": "deploy v2 to prod"},

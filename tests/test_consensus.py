@@ -20,7 +20,8 @@ from scripted_provider import (
     vote,
 )
 
-from massgen_mcp.config import Environment, team_from_data
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import team_from_data
 from massgen_mcp.errors import ConfigError
 
 WIRES = ["openai", "anthropic", "gemini"]
@@ -323,7 +324,7 @@ def test_config_with_a_typo_is_rejected_before_any_call(provider, tmp_path: Path
     bad = tmp_path / "team.yaml"
     bad.write_text("agents:\n  - id: a\n    backend: {type: openai, model: m}\n"
                    "  - id: b\n    backend: {type: opnai, model: m}\n")
-    from massgen_mcp.config import load_team_file
+    from massgen_mcp.config.load import load_team_file
 
     with pytest.raises(ConfigError) as info:
         load_team_file(bad, Environment({"OPENAI_API_KEY": "k"}))

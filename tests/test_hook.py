@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from massgen_mcp.checkpoint.patterns import check_call
-from massgen_mcp.checkpoint.plan import validate_checkpoint_plan
-from massgen_mcp.checkpoint.scope import Scope
-from massgen_mcp.checkpoint.session import init_session, new_checkpoint_dir, record_result
+from massgen_mcp.hook.patterns import check_call
+from massgen_mcp.hook.scope import Scope
+from massgen_mcp.modes.checkpoint.schema import validate_checkpoint_plan
+from massgen_mcp.modes.checkpoint.store import init_session, new_checkpoint_dir, record_result
 
 # ----------------------------------------------------------------------------- patterns
 
@@ -176,11 +176,11 @@ ENV_KEYS = ("MASSGEN_MCP_HOME", "MASSGEN_HOOK_MODE", "MASSGEN_HOOK_ON_ERROR",
 
 
 def run_hook(payload: Any, *args: str, env: dict[str, str] | None = None,
-             module: str = "massgen_mcp.checkpoint.hook") -> tuple[int, dict[str, Any] | None,
+             module: str = "massgen_mcp.hook.main") -> tuple[int, dict[str, Any] | None,
                                                                    str]:
     base = {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
     stdin = payload if isinstance(payload, str) else json.dumps(payload)
-    event = ["pre-tool-use"] if module.endswith("hook") else ["hook", "pre-tool-use"]
+    event = ["pre-tool-use"] if module.endswith("hook.main") else ["hook", "pre-tool-use"]
     proc = subprocess.run([sys.executable, "-m", module, *event, *args], input=stdin,
                           capture_output=True, text=True, timeout=30, env={**base, **(env or {})})
     out = json.loads(proc.stdout) if proc.stdout.strip() else None
@@ -271,7 +271,7 @@ def test_corrupt_state_is_an_error_not_a_pass(workspace: Path) -> None:
 
 
 def test_bad_option_is_a_loud_usage_error() -> None:
-    proc = subprocess.run([sys.executable, "-m", "massgen_mcp.checkpoint.hook", "pre-tool-use",
+    proc = subprocess.run([sys.executable, "-m", "massgen_mcp.hook.main", "pre-tool-use",
                            "--mode", "maybe"], input="{}", capture_output=True, text=True,
                           timeout=30)
     assert proc.returncode == 2 and "--mode must be deny or ask" in proc.stderr
@@ -398,7 +398,7 @@ def test_cli_entry_point_runs_the_hook(workspace: Path) -> None:
 def test_hook_imports_nothing_heavy() -> None:
     heavy = ["pydantic", "yaml", "mcp", "openai", "anthropic", "google", "httpx", "anyio",
              "massgen_mcp.server", "massgen_mcp.config", "massgen_mcp.backends", "pathlib"]
-    code = ("import sys, massgen_mcp.checkpoint.hook; "
+    code = ("import sys, massgen_mcp.hook.main; "
             f"print([m for m in {heavy!r} if m in sys.modules])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=30)

@@ -218,7 +218,7 @@ async def test_checkpoint_plans_are_validated_recorded_and_enforced(provider, tm
         payload = {"session_id": "s", "transcript_path": "", "cwd": str(workspace),
                    "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
                    "tool_use_id": "t1"}
-        out = subprocess.run([sys.executable, "-m", "massgen_mcp.checkpoint.hook",
+        out = subprocess.run([sys.executable, "-m", "massgen_mcp.hook.main",
                               "pre-tool-use"], input=json.dumps(payload), capture_output=True,
                              text=True, cwd=workspace, env=server_env(env), timeout=30)
         return json.loads(out.stdout)["hookSpecificOutput"] if out.stdout.strip() else None

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import anyio
 
-from massgen_mcp.config import Environment, team_from_data
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import team_from_data
 from massgen_mcp.coordination.orchestrator import Orchestrator
 from massgen_mcp.coordination.result import pick_winner
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage

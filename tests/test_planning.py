@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from massgen_mcp import plan_store
 from massgen_mcp.coordination.answers import AnswerRejected, ParsedAnswer
 from massgen_mcp.errors import InputError
-from massgen_mcp.plan_format import PlanAnswerFormat, plan_markdown
-from massgen_mcp.plan_store import get_plan, list_plans, save_plan
-from massgen_mcp.planning import (
+from massgen_mcp.modes.planning import store as plan_store
+from massgen_mcp.modes.planning.answer_format import PlanAnswerFormat, plan_markdown
+from massgen_mcp.modes.planning.schema import (
     DEPTH_TARGETS,
     Plan,
     accepted_task_range,
     plan_json_schema,
     validate_plan,
 )
+from massgen_mcp.modes.planning.store import get_plan, list_plans, save_plan
 
 
 def task(tid: str, chunk: str = "build", deps: list[str] | None = None, **extra: Any) -> dict:

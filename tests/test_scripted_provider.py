@@ -22,7 +22,8 @@ from scripted_provider import (
     vote,
 )
 
-from massgen_mcp.config import Environment, team_from_data
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import team_from_data
 
 
 def _chat(p: ScriptedProvider, model: str, **body: object) -> httpx.Response:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from massgen_mcp.checkpoint.setup import HOOK_MATCHER, MD_BEGIN, MD_END, run_setup
+from massgen_mcp.cli.setup import HOOK_MATCHER, MD_BEGIN, MD_END, run_setup
 from massgen_mcp.errors import InputError
 
 USER_SETTINGS = {

@@ -29,19 +29,14 @@ import yaml
 from mcp import Client
 
 import massgen_mcp
-from massgen_mcp.cli import build_parser, main
-from massgen_mcp.config import (
-    Environment,
-    bundled_team_names,
-    load_team,
-    load_team_file,
-    team_from_models,
-)
+from massgen_mcp.app import App
+from massgen_mcp.cli.main import build_parser, main
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import bundled_team_names, load_team, load_team_file
+from massgen_mcp.config.providers import PROVIDERS
+from massgen_mcp.config.shorthand import team_from_models
 from massgen_mcp.errors import MissingKeyError
-from massgen_mcp.modes import checkpoint_team
-from massgen_mcp.providers import PROVIDERS
 from massgen_mcp.server import build_server
-from massgen_mcp.service import Service
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -176,10 +171,10 @@ def test_checkpoint_team_is_strict_reviewers_and_the_checkpoint_tool_picks_it(
         assert agent.system_message and "review" in agent.system_message.lower()
     assert team.orchestrator.voting_sensitivity == "strict"
     assert team.orchestrator.orchestrator_timeout_seconds <= 900
-    keyed = Service(tmp_path / "state", env=env_of(FAKE_KEYS, tmp_path), cwd=tmp_path)
-    assert checkpoint_team(keyed, None, None) == "checkpoint"
-    keyless = Service(tmp_path / "state", env=env_of({}, tmp_path), cwd=tmp_path)
-    assert checkpoint_team(keyless, None, None) is None  # falls back to the default team
+    keyed = App(tmp_path / "state", env=env_of(FAKE_KEYS, tmp_path), cwd=tmp_path)
+    assert keyed.reviewer_team_name(None, None) == "checkpoint"
+    keyless = App(tmp_path / "state", env=env_of({}, tmp_path), cwd=tmp_path)
+    assert keyless.reviewer_team_name(None, None) is None  # falls back to the default team
 
 
 def test_plan_team_has_planners_with_room_for_long_plans(tmp_path: Path) -> None:
@@ -232,8 +227,8 @@ def test_skill_references_exist() -> None:
 
 
 async def server_tools(tmp_path: Path) -> dict[str, dict[str, Any]]:
-    service = Service(tmp_path / "state", env=env_of({}, tmp_path), cwd=tmp_path)
-    server, _ = build_server(service)
+    app = App(tmp_path / "state", env=env_of({}, tmp_path), cwd=tmp_path)
+    server, _ = build_server(app)
     async with Client(server) as client:
         return {t.name: t.input_schema for t in (await client.list_tools()).tools}
 
@@ -489,12 +484,12 @@ def test_doctor_finds_a_local_model_server(tmp_path: Path,
 
 async def test_a_moved_local_server_is_reported_and_used_where_it_is(
         tmp_path: Path, local_model_server: tuple[str, list[str]]) -> None:
-    from massgen_mcp.doctor import backends_report
+    from massgen_mcp.config.availability import backends_report
 
     url, _ = local_model_server
     env = env_of({"OLLAMA_BASE_URL": url}, tmp_path)
     team = team_from_models(["ollama/qwen3:8b"], env)  # how the auto team is built
-    report = await backends_report(Service(tmp_path / "state", env=env, cwd=tmp_path))
+    report = await backends_report(env)
     ollama = next(p for p in report.providers if p.provider == "ollama")
     assert ollama.usable  # found it...
     assert ollama.endpoint == url  # ...but says it is elsewhere

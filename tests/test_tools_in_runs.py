@@ -14,8 +14,9 @@ from helpers import run_team
 from scripted_provider import Call, Hang, ScriptRequest, ToolCalls, answer, vote
 from test_agent_tools import children
 
-from massgen_mcp.config import Environment, team_from_data
-from massgen_mcp.engine import Engine
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import team_from_data
+from massgen_mcp.runs.engine import Engine
 
 SERVER = str(Path(__file__).parent / "tool_server.py")
 TEST_SERVER = {"type": "stdio", "command": sys.executable, "args": [SERVER]}

@@ -12,8 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from ..config import AgentSpec
-    from ..messages import Message, ToolSpec, Turn
+    from massgen_mcp.config.team import AgentSpec
+    from massgen_mcp.messages import Message, ToolSpec, Turn
 
 
 @runtime_checkable

@@ -10,14 +10,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendError, PermanentBackendError, TransientBackendError
-from ..providers import provider_for_base_url
-from ..redaction import KEY_SHAPES
+from massgen_mcp.config.providers import provider_for_base_url
+from massgen_mcp.errors import BackendError, PermanentBackendError, TransientBackendError
+from massgen_mcp.redaction import KEY_SHAPES
 
 if TYPE_CHECKING:
     import ssl
 
-    from ..config import AgentSpec
+    from massgen_mcp.config.team import AgentSpec
 
 # An Azure API version that accepts everything this backend sends (tools, tool_choice,
 # max_completion_tokens, reasoning_effort); backend.api_version overrides it.

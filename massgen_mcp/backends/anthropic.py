@@ -15,16 +15,16 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
-from ._common import (
+from massgen_mcp.backends._common import (
     new_call_id,
     parse_arguments,
     ssl_context,
     stainless_errors,
 )
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
-    from ..config import AgentSpec
+    from massgen_mcp.config.team import AgentSpec
 
 DEFAULT_MAX_TOKENS = 8192
 _WIRE = "anthropic"

@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
-from ._common import (
+from massgen_mcp.backends._common import (
     bad_reply_error,
     connection_error,
     new_call_id,
@@ -30,9 +29,10 @@ from ._common import (
     status_error,
     timeout_error,
 )
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
-    from ..config import AgentSpec
+    from massgen_mcp.config.team import AgentSpec
 
 _WIRE = "gemini"
 _GENERATED = "gen_"

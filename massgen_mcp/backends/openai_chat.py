@@ -14,8 +14,7 @@ import json
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
-from ._common import (
+from massgen_mcp.backends._common import (
     AZURE_API_VERSION,
     TOOL_ERROR_PREFIX,
     bad_reply_error,
@@ -24,10 +23,11 @@ from ._common import (
     ssl_context,
     stainless_errors,
 )
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
 
-    from ..config import AgentSpec
+    from massgen_mcp.config.team import AgentSpec
 
 # ---------------------------------------------------------------------------- the backend
 

@@ -17,9 +17,9 @@ import uuid
 import warnings
 from typing import Any
 
-from ..config import AgentSpec
-from ..errors import PermanentBackendError, TransientBackendError
-from ..messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.config.team import AgentSpec
+from massgen_mcp.errors import PermanentBackendError, TransientBackendError
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
 
 NO_BACK_CHANNEL = (
     "the MCP client cannot answer sampling requests on this connection: protocol 2026-07-28 "

@@ -23,13 +23,11 @@ from typing import Any, Protocol
 
 import anyio
 
-from ..backends import Backend
-from ..config import AgentSpec, Team
-from ..errors import BackendError
-from ..messages import Message, ToolCall, ToolSpec, Usage, tool_result, user
-from . import prompts
-from .answers import AnswerFormat, AnswerRejected, ParsedAnswer, TextAnswer
-from .result import (
+from massgen_mcp.backends import Backend
+from massgen_mcp.config.team import AgentSpec, Team
+from massgen_mcp.coordination import prompts
+from massgen_mcp.coordination.answers import AnswerFormat, AnswerRejected, ParsedAnswer, TextAnswer
+from massgen_mcp.coordination.result import (
     AgentInfo,
     AnswerInfo,
     RunResult,
@@ -40,7 +38,16 @@ from .result import (
     WinnerInfo,
     pick_winner,
 )
-from .workflow import NEW_ANSWER, WORKFLOW_TOOLS, Decision, decide, new_answer_tool, vote_tool
+from massgen_mcp.coordination.workflow import (
+    NEW_ANSWER,
+    WORKFLOW_TOOLS,
+    Decision,
+    decide,
+    new_answer_tool,
+    vote_tool,
+)
+from massgen_mcp.errors import BackendError
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Usage, tool_result, user
 
 log = logging.getLogger(__name__)
 

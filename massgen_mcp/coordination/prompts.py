@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..messages import Message, system, user
+from massgen_mcp.messages import Message, system, user
 
 _SENSITIVITY = {
     "lenient": "Vote for an existing answer when it answers the task well; submit a new answer "

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from ..messages import ToolCall, ToolSpec
-from .answers import AnswerFormat, AnswerRejected, ParsedAnswer
+from massgen_mcp.coordination.answers import AnswerFormat, AnswerRejected, ParsedAnswer
+from massgen_mcp.messages import ToolCall, ToolSpec
 
 NEW_ANSWER = "new_answer"
 VOTE = "vote"

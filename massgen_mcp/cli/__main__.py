@@ -1,0 +1,3 @@
+from massgen_mcp.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,245 @@
+"""The `massgen-mcp` command.
+
+    massgen-mcp [serve] [--transport stdio|sse|streamable-http] ...   the MCP server (default)
+    massgen-mcp run "task" --models ... | --team ...                   one consensus run
+    massgen-mcp plan "goal" [--depth ...]                              a team-agreed task plan
+    massgen-mcp hook pre-tool-use                                      Claude Code PreToolUse hook
+    massgen-mcp setup [--client ...] [--hooks] [--instructions ...]    register with clients
+    massgen-mcp doctor                                                 what can run here
+
+Every subcommand imports only what it needs: the hook must start in a few dozen ms and
+the server must not load provider SDKs before a run needs them.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from massgen_mcp import __version__
+
+# Kept out of the hook's hot path (`massgen-mcp hook pre-tool-use` returns before argparse).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+
+
+def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
+    import argparse
+
+    # The `serve` subcommand repeats these options; its copies must not reset values given
+    # before it (`massgen-mcp --team x serve`), hence SUPPRESS there.
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if suppress else value
+
+    p.add_argument("--transport", choices=["stdio", "sse", "streamable-http"],
+                   default=default("stdio"), help="how MCP clients connect (default: stdio)")
+    p.add_argument("--host", default=default("127.0.0.1"),
+                   help="address to bind for sse/streamable-http (default 127.0.0.1; any other "
+                        "address requires --token)")
+    p.add_argument("--port", type=int, default=default(8765),
+                   help="port for sse/streamable-http (default 8765)")
+    p.add_argument("--token", default=default(None),
+                   help="bearer token HTTP clients must send (default: $MASSGEN_MCP_TOKEN)")
+    p.add_argument("--allowed-host", action="append", default=default([]), metavar="NAME",
+                   help="an extra Host name clients use to reach a non-loopback server; "
+                        "repeatable (this machine's names are allowed already)")
+    p.add_argument("--team", default=default(None),
+                   help="default team for every tool call: a bundled name or a team YAML path "
+                        "(a call's own team/models wins)")
+    p.add_argument("--checkpoint-team", default=default(None),
+                   help="reviewer team for the checkpoint tool (bundled name or YAML path)")
+    p.add_argument("--state-dir", default=default(None),
+                   help="where runs, plans and checkpoints are kept (default: $MASSGEN_MCP_HOME "
+                        "or ./.massgen)")
+    p.add_argument("--log-level", default=default("WARNING"),
+                   help="stderr log level (default WARNING)")
+
+
+def _team_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", default=None,
+                   help="comma-separated provider/model list, e.g. "
+                        "openai/gpt-5,anthropic/claude-sonnet-4-5,gemini/gemini-2.5-pro")
+    p.add_argument("--team", default=None, help="bundled team name or team YAML path")
+    p.add_argument("--context", default=None, help="extra context text for the agents")
+    p.add_argument("--file", action="append", default=[], dest="files", metavar="PATH",
+                   help="a text file (relative to the working directory) given to the agents "
+                        "as context; repeatable")
+    p.add_argument("--timeout", type=float, default=None, dest="timeout_s",
+                   help="whole-run time limit in seconds (best answer so far on timeout)")
+    p.add_argument("--max-answers", type=int, default=None,
+                   help="answers per agent before it may only vote")
+    p.add_argument("--max-total-tokens", type=int, default=None,
+                   help="token budget for the whole run")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--state-dir", default=None, help="where the run record is written")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="massgen-mcp",
+        description="Ask a team of models instead of one: an MCP server (default) and CLI for "
+                    "multi-agent consensus, plans and checkpoints.")
+    parser.add_argument("--version", action="version", version=f"massgen-mcp {__version__}")
+    _serve_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run the MCP server (the default command)",
+                           description="Run the MCP server.")
+    _serve_options(serve, suppress=True)
+
+    run = sub.add_parser("run", help="run one consensus and print the answer",
+                         description="Run one consensus: progress on stderr, the final answer "
+                                     "on stdout. Exit 0 completed, 1 failed, 2 bad usage or "
+                                     "config, 3 timeout/budget (best answer so far printed).")
+    run.add_argument("task", help="the task or question for the team")
+    _team_options(run)
+
+    plan = sub.add_parser("plan", help="ask the team for a validated task plan",
+                          description="Ask the team for a structured, validated task plan; it is "
+                                      "stored under .massgen/plans/.")
+    plan.add_argument("goal", help="what the plan should achieve")
+    from massgen_mcp.modes.planning.schema import DEPTHS
+
+    plan.add_argument("--depth", choices=DEPTHS,
+                      default="dynamic", help="plan size: shallow 5-10 tasks, medium 20-50, "
+                                             "deep 100-200, dynamic fits the scope")
+    plan.add_argument("--constraint", action="append", default=[], dest="constraints",
+                      help="a constraint the plan must respect; repeatable")
+    _team_options(plan)
+
+    hook = sub.add_parser("hook", help="Claude Code hooks (PreToolUse)",
+                          description="Claude Code hook commands. `pre-tool-use` reads the hook "
+                                      "JSON on stdin and answers allow/deny/ask on stdout.")
+    hook.add_argument("event", choices=["pre-tool-use"], help="the hook event")
+    hook.add_argument("rest", nargs=argparse.REMAINDER, help="hook options (see its --help)")
+
+    setup = sub.add_parser("setup", help="register massgen-mcp with Claude Code, Codex, Cursor",
+                           description="Write (idempotently) the MCP registration for the "
+                                       "chosen clients in this project, optionally the "
+                                       "PreToolUse hook and an instructions block.")
+    setup.add_argument("--client", action="append", choices=["claude", "codex", "cursor"],
+                       default=None, help="client to register with; repeatable (default: claude)")
+    setup.add_argument("--hooks", action="store_true",
+                       help="add the PreToolUse checkpoint hook to .claude/settings.json")
+    setup.add_argument("--instructions", choices=["CLAUDE.md", "AGENTS.md"], default=None,
+                       help="add a managed instructions block to this file")
+    setup.add_argument("--dir", default=".", help="project directory (default: .)")
+
+    doctor = sub.add_parser("doctor", help="show which providers and clients are ready",
+                            description="Show which provider keys are set (masked), which local "
+                                        "model servers answer, and whether this project has "
+                                        "massgen-mcp registered. Exit 1 when nothing can run.")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.add_argument("--dir", default=".", help="project directory (default: .)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["hook", "pre-tool-use"]:  # the hot path: no argparse tree, no imports
+        from massgen_mcp.hook.main import main as hook_main
+
+        return hook_main(argv[2:])
+    args = build_parser().parse_args(argv)
+    command = args.command or "serve"
+    try:
+        if command == "serve":
+            from massgen_mcp.server.transports import serve
+
+            return serve(args)
+        if command in ("run", "plan"):
+            return _run_command(args, command)
+        if command == "setup":
+            return _setup_command(args)
+        if command == "doctor":
+            from massgen_mcp.cli.doctor import doctor_main
+
+            return doctor_main(args)
+        if command == "hook":
+            from massgen_mcp.hook.main import main as hook_main
+
+            return hook_main(args.rest)
+    except KeyboardInterrupt:
+        return 130
+    return EXIT_USAGE
+
+
+def _run_command(args: argparse.Namespace, command: str) -> int:
+    import anyio
+
+    from massgen_mcp.errors import MassgenError
+    from massgen_mcp.runs.progress import describe_event
+
+    def progress(line: dict[str, Any]) -> None:
+        if args.quiet:
+            return
+        msg = describe_event(line)
+        if msg:
+            print(f"[{line.get('t', 0):6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        result: Any = anyio.run(lambda: _run_once(args, command, progress))
+    except MassgenError as e:
+        print(f"massgen-mcp: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    status = result.status
+    if args.json:
+        print(result.model_dump_json(indent=2))
+    elif command == "plan":
+        print(result.markdown or f"No plan ({status}): {result.consensus.error or ''}")
+        if result.plan_id and not args.quiet:
+            print(f"— stored as {result.plan_id} in {result.path}", file=sys.stderr)
+    else:
+        print(result.final_answer or "")
+        if not args.quiet:
+            print(result.summary_text().split("\n", 2)[-1] if result.final_answer
+                  else result.summary_text(), file=sys.stderr)
+    if status == "completed":
+        return EXIT_OK
+    return EXIT_PARTIAL if status in ("timeout", "budget_exceeded") else EXIT_FAILED
+
+
+async def _run_once(args: argparse.Namespace, command: str, listener: Any) -> Any:
+    """One `run` or `plan` from the command line, to its end."""
+    from pathlib import Path
+
+    from massgen_mcp.app import App
+
+    app = App(Path(args.state_dir) if args.state_dir else None)
+    team = await app.team_for(models=args.models, team=args.team,
+                              max_answers_per_agent=args.max_answers, timeout_s=args.timeout_s,
+                              max_total_tokens=args.max_total_tokens)
+    context = app.context_for(args.context, args.files)
+    if command == "plan":
+        prepared = app.plan(team, args.goal, depth=args.depth, constraints=args.constraints,
+                            context=context, listener=listener)
+        await prepared.start()
+        return prepared.outcome
+    return await app.consensus(team, args.task, context=context, listener=listener).start()
+
+
+def _setup_command(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from massgen_mcp.cli.setup import run_setup
+    from massgen_mcp.errors import MassgenError
+
+    try:
+        changes = run_setup(Path(args.dir), clients=args.client or ["claude"], hooks=args.hooks,
+                            instructions=args.instructions)
+    except (MassgenError, ValueError, OSError) as e:
+        print(f"massgen-mcp setup: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    for change in changes or ["nothing to change: already set up"]:
+        print(change)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Team configuration: the schema, loading, the environment and provider presets."""

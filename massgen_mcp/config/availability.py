@@ -1,0 +1,85 @@
+"""Which providers can run here: keys present (never shown), local servers answering.
+
+Shared by the `list_backends` tool and `massgen-mcp doctor`. Keys are only ever reported
+as present/absent (and, in `doctor`, as their last four characters).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from massgen_mcp.config.choose import resolve_team
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import bundled_team_names
+from massgen_mcp.config.local import local_models, local_team_models
+from massgen_mcp.config.providers import PROVIDERS
+from massgen_mcp.errors import MassgenError
+
+
+class ProviderStatus(BaseModel):
+    provider: str
+    wire_format: str
+    usable: bool
+    key_variables: list[str] = Field(default_factory=list)
+    key_present: bool = False
+    key_hint: str | None = Field(default=None, description="Last 4 characters (doctor only).")
+    local: bool = False
+    endpoint: str | None = None
+    models: list[str] = Field(default_factory=list, description="Models a local server lists.")
+    fix: str = Field(default="", description="What to do to make it usable.")
+
+
+class BackendsReport(BaseModel):
+    providers: list[ProviderStatus]
+    default_team: str = Field(description="What a call without models/team would run on.")
+    default_team_error: str | None = None
+    bundled_teams: list[str]
+    sampling_available: bool = False
+
+
+def provider_statuses(env: Environment, local: dict[str, list[str]],
+                      show_hint: bool = False) -> list[ProviderStatus]:
+    out = []
+    for p in PROVIDERS.values():
+        if p.name in ("chatcompletion", "sampling"):
+            continue
+        if p.local:
+            models = local.get(p.name)
+            endpoint = env.get(f"{p.name.upper()}_BASE_URL") or p.base_url
+            out.append(ProviderStatus(
+                provider=p.name, wire_format=p.wire, usable=models is not None, local=True,
+                endpoint=endpoint, models=(models or [])[:20],
+                fix="" if models is not None else
+                f"start {p.name} so that {endpoint}/models answers (or set "
+                f"{p.name.upper()}_BASE_URL), then use models='{p.name}/<model>'"))
+            continue
+        key = env.first(p.key_env)
+        fix = "" if key else f"set {' or '.join(p.key_env)}" + (
+            f" (get one at {p.signup})" if p.signup else "")
+        if p.name == "azure_openai" and key and not env.first(("AZURE_OPENAI_ENDPOINT",)):
+            fix = "set AZURE_OPENAI_ENDPOINT (or base_url in a team file)"
+        out.append(ProviderStatus(
+            provider=p.name, wire_format=p.wire, usable=bool(key) and not fix,
+            key_variables=list(p.key_env), key_present=bool(key),
+            key_hint=("…" + key[-4:]) if key and show_hint and len(key) > 8 else None,
+            endpoint=p.base_url, fix=fix))
+    return out
+
+
+async def backends_report(env: Environment, default_team: str | None = None, *,
+                          sampling_available: bool = False,
+                          show_hint: bool = False) -> BackendsReport:
+    """Every provider's state, and the team a call without models/team would run on."""
+    local = await local_models(env)
+    error = None
+    try:
+        team = resolve_team(default_team=default_team, env=env,
+                            sampling_available=sampling_available,
+                            extra_models=local_team_models(local))
+        default = f"{team.name}: " + ", ".join(f"{a.provider.name}/{a.model}" for a in team.agents)
+    except MassgenError as e:
+        default, error = "none", str(e)
+    return BackendsReport(providers=provider_statuses(env, local, show_hint),
+                          default_team=default, default_team_error=error,
+                          bundled_teams=bundled_team_names(),
+                          sampling_available=sampling_available)

@@ -1,0 +1,137 @@
+"""Loading team files: YAML, `${VAR}` expansion, MassGen's keys, and key resolution.
+
+This module and `env.py` are the only readers of YAML and the environment; everything
+downstream gets a resolved `Team`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr, ValidationError
+
+from massgen_mcp.config.env import Environment, expand_vars
+from massgen_mcp.config.providers import PROVIDERS, provider_for_base_url
+from massgen_mcp.config.team import AgentConfig, AgentSpec, Team, TeamConfig
+from massgen_mcp.errors import ConfigError, MissingKeyError, format_validation_error
+from massgen_mcp.urls import is_loopback_url
+
+
+def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str) -> AgentSpec:
+    b = agent.backend
+    provider = PROVIDERS[b.type]
+    path = f"{where}: agents[{index}].backend"
+    model = b.model or provider.default_model
+    if not model and provider.wire != "sampling":
+        raise ConfigError(f"{path}.model: this field is required for type '{b.type}'")
+    # A local server that is not on its default port: OLLAMA_BASE_URL, LMSTUDIO_BASE_URL, ...
+    moved = env.get(f"{provider.name.upper()}_BASE_URL") if provider.local else None
+    base_url = b.base_url or moved or provider.base_url
+    if b.type == "chatcompletion" and not b.base_url:
+        raise ConfigError(f"{path}.base_url: type 'chatcompletion' needs a base_url "
+                          "(the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1)")
+    if b.type == "azure_openai" and not base_url:
+        base_url = env.first(("AZURE_OPENAI_ENDPOINT",))
+        if not base_url:
+            raise ConfigError(f"{path}.base_url: azure_openai needs the resource endpoint; "
+                              "set AZURE_OPENAI_ENDPOINT or backend.base_url")
+    api_key = b.api_key
+    if api_key is None and provider.wire != "sampling" and not provider.local:
+        key_env = provider.key_env
+        if b.type == "chatcompletion" and base_url:
+            match = provider_for_base_url(base_url)
+            key_env = match.key_env if match else key_env
+            if match is None and is_loopback_url(base_url):
+                key_env = ()  # a local OpenAI-compatible server needs no key
+        if key_env:
+            found = env.first(key_env)
+            if found is None:
+                raise MissingKeyError(provider.name, key_env, f"{where}: agents[{index}]")
+            api_key = SecretStr(found)
+    return AgentSpec(
+        id=agent.id,
+        provider=provider,
+        model=model or "client-model",
+        backend=b,
+        api_key=api_key,
+        base_url=base_url,
+        system_message=agent.system_message,
+    )
+
+
+def team_from_data(
+    data: Any, where: str, env: Environment | None = None, name: str | None = None
+) -> Team:
+    """Validate a parsed team file (already a dict) and resolve its agents."""
+    env = env if env is not None else Environment()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping with an 'agents' list at the top level")
+    data = dict(data)
+    if "agents" not in data and "agent" in data:  # MassGen's single-agent form
+        data["agents"] = [data.pop("agent")]
+    # MassGen keeps the whole-run timeout in its own top-level section.
+    timeouts = data.pop("timeout_settings", None)
+    if isinstance(timeouts, dict) and "orchestrator_timeout_seconds" in timeouts:
+        orch = dict(data.get("orchestrator") or {})
+        orch.setdefault("orchestrator_timeout_seconds", timeouts["orchestrator_timeout_seconds"])
+        data["orchestrator"] = orch
+    for section in ("ui", "logging"):
+        data.pop(section, None)
+    data = expand_vars(data, env, "")
+    try:
+        team = TeamConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, where)) from None
+    agents = tuple(_resolve_agent(a, i, env, where) for i, a in enumerate(team.agents))
+    return Team(name or team.name or Path(where).stem, agents, team.orchestrator, where)
+
+
+def load_team_file(path: str | Path, env: Environment | None = None) -> Team:
+    """Load and validate a team YAML file."""
+    import yaml
+
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: team file not found") from None
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read team file: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ConfigError(f"{p.name}: not valid YAML{at}: {problem}") from None
+    return team_from_data(data, p.name, env, name=p.stem)
+
+
+def bundled_configs_dir() -> Path:
+    """Where the ready team files live (inside the wheel, or the repo's configs/)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_configs"
+    return packaged if packaged.is_dir() else here.parent / "configs"
+
+
+def bundled_team_names() -> list[str]:
+    d = bundled_configs_dir()
+    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+
+
+def load_team(name_or_path: str, env: Environment | None = None) -> Team:
+    """A team by bundled name (`frontier`, `local`, ...) or by YAML file path."""
+    candidate = Path(name_or_path).expanduser()
+    if candidate.suffix in {".yaml", ".yml"} or candidate.exists() or "/" in name_or_path:
+        return load_team_file(candidate, env)
+    bundled = bundled_configs_dir() / f"{name_or_path}.yaml"
+    if bundled.is_file():
+        team = load_team_file(bundled, env)
+        return Team(team.name, team.agents, team.orchestrator, f"bundled:{name_or_path}")
+    names = bundled_team_names()
+    close = difflib.get_close_matches(name_or_path, names, n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    raise ConfigError(f"no team named '{name_or_path}': {hint}bundled teams are "
+                      f"{', '.join(names) or '(none)'}; or give a path to a team YAML file")

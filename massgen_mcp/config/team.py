@@ -1,0 +1,239 @@
+"""The team schema: a team file's pydantic models and the resolved `Team`.
+
+A team file has MassGen's shape::
+
+    agents:
+      - id: gpt
+        backend: {type: openai, model: gpt-5}
+      - id: claude
+        backend: {type: claude, model: claude-sonnet-4-5, temperature: 0.3}
+        system_message: You are a careful reviewer.
+    orchestrator:
+      max_new_answers_per_agent: 3
+      orchestrator_timeout_seconds: 600
+
+Everything is validated before any model is called; errors name the file, the field path
+and what was expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from massgen_mcp.config.providers import (
+    PROVIDERS,
+    UNSUPPORTED,
+    Provider,
+    canonical_type,
+    known_type_names,
+)
+from massgen_mcp.errors import ConfigError, format_validation_error
+
+log = logging.getLogger(__name__)
+
+Level = Literal["lenient", "balanced", "strict"]
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+# ---------------------------------------------------------------------------- models
+
+
+class _Lenient(BaseModel):
+    """Accepts MassGen keys we do not implement (logged and ignored), but turns a near-miss
+    of a key we *do* implement into an error, so `temperture: 0.2` is not silently lost."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_extras(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
+        for key in data:
+            if key in known:
+                continue
+            close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.8)
+            if close:
+                raise ValueError(f"unknown field '{key}'; did you mean '{close[0]}'?")
+            log.info("ignoring unsupported config field %r", key)
+        return data
+
+
+class MCPServerConfig(_Lenient):
+    """An MCP tool server an agent may use (stdio subprocess or streamable HTTP)."""
+
+    name: str = ""
+    type: Literal["stdio", "streamable-http"] = "stdio"
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    allowed_tools: list[str] | None = None
+    exclude_tools: list[str] | None = None
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type_alias(cls, v: Any) -> Any:
+        aliases = {"http": "streamable-http", "streamable_http": "streamable-http",
+                   "streamablehttp": "streamable-http"}
+        return aliases.get(v, v) if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.type == "stdio" and not self.command:
+            raise ValueError("a stdio server needs 'command'")
+        if self.type == "streamable-http" and not self.url:
+            raise ValueError("a streamable-http server needs 'url'")
+        return self
+
+
+class BackendConfig(_Lenient):
+    type: str
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    api_version: str | None = None  # azure_openai
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    max_tokens: int | None = Field(default=None, gt=0)
+    reasoning: dict[str, Any] | str | None = None  # {effort: low|medium|high} or "high"
+    reasoning_effort: str | None = None
+    request_timeout_seconds: float = Field(default=600, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    mcp_servers: list[MCPServerConfig] | None = None  # a dict keyed by name is accepted too
+    allowed_tools: list[str] | None = None
+    exclude_tools: list[str] | None = None
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, v: str) -> str:
+        name = canonical_type(v)
+        if name in PROVIDERS:
+            return name
+        if name in UNSUPPORTED:
+            raise ValueError(f"backend type '{v}' is not supported yet: {UNSUPPORTED[name]}")
+        close = difflib.get_close_matches(name, known_type_names(), n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else (
+            f"; known types: {', '.join(known_type_names())}")
+        raise ValueError(f"'{v}' is not a known backend{hint}")
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _servers_by_name(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return [{**s, "name": k} if isinstance(s, dict) else s for k, s in v.items()]
+        return v
+
+    def servers(self) -> list[MCPServerConfig]:
+        return list(self.mcp_servers or [])
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        names = [s.name for s in self.servers()]
+        for name in names:
+            if not _SERVER_NAME.match(name) or "__" in name:
+                raise ValueError(
+                    f"mcp server name '{name}' is invalid: use letters, digits, '-' or '_' "
+                    "(no '__', at most 64 characters)")
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"mcp server names must be unique: {', '.join(sorted(dup))}")
+        return self
+
+    @property
+    def effort(self) -> str | None:
+        if isinstance(self.reasoning, dict):
+            return self.reasoning.get("effort") or self.reasoning_effort
+        return self.reasoning or self.reasoning_effort
+
+
+class AgentConfig(_Lenient):
+    id: str = Field(min_length=1, max_length=64)
+    backend: BackendConfig
+    system_message: str | None = None
+
+
+class OrchestratorConfig(_Lenient):
+    max_new_answers_per_agent: int | None = Field(default=None, ge=1)
+    answer_novelty_requirement: Level = "lenient"
+    voting_sensitivity: Level = "lenient"
+    skip_final_presentation: bool = False
+    orchestrator_timeout_seconds: float = Field(default=1800, gt=0)
+    fairness_lead_cap: int | None = Field(default=2, ge=1)
+    max_total_tokens: int | None = Field(default=None, gt=0)
+    max_attempts_per_turn: int = Field(default=3, ge=1, le=10)
+    max_tool_calls_per_turn: int = Field(default=20, ge=0, le=200)
+    tool_call_timeout_seconds: float = Field(default=60, gt=0)
+    tool_server_startup_timeout_seconds: float = Field(default=30, gt=0)
+
+
+class TeamConfig(_Lenient):
+    agents: list[AgentConfig] = Field(min_length=1, max_length=32)
+    orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
+    name: str | None = None
+    description: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        ids = [a.id for a in self.agents]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"agent ids must be unique; repeated: {', '.join(dup)}")
+        return self
+
+
+# ---------------------------------------------------------------------------- resolved team
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One agent, ready to build a backend for: preset, endpoint and key resolved."""
+
+    id: str
+    provider: Provider
+    model: str
+    backend: BackendConfig
+    api_key: SecretStr | None
+    base_url: str | None
+    system_message: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.id} ({self.provider.name}/{self.model})"
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    name: str
+    agents: tuple[AgentSpec, ...]
+    orchestrator: OrchestratorConfig
+    source: str  # file path, "models:<list>" or "bundled:<name>"
+
+    def with_overrides(self, **knobs: Any) -> Team:
+        """A copy with orchestrator knobs replaced (None values are ignored)."""
+        changes = {k: v for k, v in knobs.items() if v is not None}
+        if not changes:
+            return self
+        try:
+            orch = OrchestratorConfig.model_validate(
+                {**self.orchestrator.model_dump(exclude_unset=True), **changes})
+        except ValidationError as e:
+            raise ConfigError(format_validation_error(e, "options")) from None
+        return Team(self.name, self.agents, orch, self.source)

@@ -1,0 +1,234 @@
+"""Dangerous Bash commands: what the hook denies (or asks about) without a checkpoint plan.
+
+Each rule names its policy group. Decisions and the false positives they avoid:
+
+- `rm -r`/`-rf`/`-r -f`/`--recursive` (force or not) and `find ... -delete|-exec rm`: only
+  when a target is `/`, home or above, the workspace root or above, `.git`, an unresolvable
+  path (`$VAR/`, `$(...)`), or outside the workspace (see `scope.py`). `rm -rf ./build` in
+  the workspace and `rm -rf /tmp/x` are fine. A `cd dir &&` earlier in the line is followed.
+- git: see `git_rules.py`; infrastructure, cloud, containers, packages: `cli_rules.py`.
+- SQL (`DROP TABLE|DATABASE|SCHEMA...`, `TRUNCATE`, `DELETE FROM t`/`UPDATE t SET` without
+  `WHERE`, `ALTER TABLE ... DROP`) only when a database client runs in the same command line
+  (`psql`, `mysql`, `sqlite3`, ...): `grep "DROP TABLE" schema.sql` is not gated.
+- Reading secrets is gated only for commands that print files (`cat .env`, `base64
+  id_rsa`); `cat .env.example` and `source .env` are not.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from massgen_mcp.hook.cli_rules import cli_findings
+from massgen_mcp.hook.git_rules import git_findings
+from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.scope import Scope, secret_kind
+from massgen_mcp.hook.shell import SimpleCommand, simple_commands, wordset
+
+_DB_CLIENTS = wordset(
+    "psql mysql mariadb sqlite3 sqlite sqlcmd clickhouse clickhouse-client cockroach duckdb "
+    "mongosh mongo cqlsh snowsql bq sqlplus usql pgcli mycli litecli turso dbshell"
+)
+_PRINTERS = wordset(
+    "cat less more head tail bat base64 xxd od hexdump strings grep egrep fgrep rg ag awk "
+    "sed cut sort uniq nl tac jq yq pbcopy xclip"
+)
+_NETWORK = wordset(
+    "curl wget nc ncat netcat socat scp sftp rsync ftp telnet http https xh ssh"
+)
+_USES_CREDENTIAL = frozenset({"-i", "--cert", "-E", "--key", "--cacert", "--proxy-cert",
+                              "--proxy-key", "--identity-file"})
+_MAILERS = wordset("sendmail mail mailx mutt swaks msmtp")
+_FIND_FILTERS = wordset(
+    "-name -iname -path -ipath -regex -iregex -type -newer -mtime -mmin -atime -amin -size "
+    "-empty -user -group -perm -wholename"
+)
+_REMOTE_PATH = re.compile(r"^([\w.-]+@)?[\w.-]+:(?!//)")
+
+_SQL_DELETE = re.compile(r"\bDELETE\s+FROM\s+[\w.\"`\[\]]+(?P<rest>[^;]*)", re.I)
+_SQL_UPDATE = re.compile(r"\bUPDATE\s+[\w.\"`\[\]]+\s+SET\b(?P<rest>[^;]*)", re.I)
+_SQL_DROP = re.compile(
+    r"\b(DROP\s+(TABLE|DATABASE|SCHEMA|VIEW|INDEX|COLLECTION|KEYSPACE|USER|ROLE)\b"
+    r"|TRUNCATE\s+(TABLE\s+)?[\w.\"`\[\]]+|ALTER\s+TABLE\s+\S+\s+DROP\b)",
+    re.I,
+)
+_QUOTES = " ;'\"\n"
+_WHERE = re.compile(r"\bWHERE\b", re.I)
+
+_PIPE_TO_INTERPRETER = re.compile(
+    r"\b(curl|wget|fetch|iwr|invoke-webrequest|irm|invoke-restmethod)\b[^|;&\n]*\|\s*"
+    r"(sudo\s+(-\S+\s+)*)?(env\s+)?(?P<interp>(ba|z|k|da|fi)?sh|python[0-9.]*|perl|ruby|node"
+    r"|php|iex|invoke-expression|pwsh|powershell)\b(?P<rest>[^;&|\n]*)",
+    re.I,
+)
+_REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
+    ("supply_chain", "run-download",
+     re.compile(r"\b((ba|z|k|da)?sh|source|\.)\s+<\(\s*(curl|wget)\b|\b(eval|(ba|z|k|da)?sh"
+                r"\s+-c|python[0-9.]*\s+-c)\s+[\"']?(\$\(|`)\s*(curl|wget)\b", re.I),
+     "runs a download through process or command substitution"),
+    ("access_control", "hooks-path", re.compile(r"core\.hooksPath", re.I),
+     "points git's hooks path elsewhere, switching hooks off"),
+    ("external_comms", "messaging-api",
+     re.compile(r"(hooks\.slack\.com|slack\.com/api/chat\.|discord(app)?\.com/api/webhooks"
+                r"|api\.twilio\.com|api\.sendgrid\.com|api\.mailgun\.net|api\.postmarkapp\.com"
+                r"|api\.telegram\.org/bot|webhook\.office\.com|api\.resend\.com)", re.I),
+     "calls a messaging API that reaches real people"),
+    ("destruction", "framework-db-reset",
+     re.compile(r"\b(rails|rake)\s+db:(drop|reset|purge|schema:load|migrate:reset)\b"
+                r"|\bmanage\.py\s+(flush|reset_db|sqlflush)\b|\bprisma\s+migrate\s+reset\b"
+                r"|--force-reset\b|--accept-data-loss\b|\bdropdb\b"
+                r"|\bredis-cli\b[^;&|\n]*\bflush(all|db)\b", re.I),
+     "drops or resets a database"),
+    ("external_comms", "publish",
+     re.compile(r"\b((npm|yarn|pnpm|bun)\s+publish|twine\s+upload|(poetry|uv|flit|hatch)\s+"
+                r"publish|cargo\s+publish|gem\s+push|nuget\s+push)\b(?![^;&|\n]*--dry-run)"),
+     "publishes a package to a public registry"),
+    ("exfiltration", "env-dump",
+     re.compile(r"\b(env|printenv|set)\s*\|[^;&\n]*\b(curl|wget|nc|ncat|netcat|ssh|socat)\b"),
+     "sends the environment (and every key in it) off-machine"),
+)
+
+
+def sql_finding(text: str) -> Finding | None:
+    """Destructive SQL in `text`: DROP/TRUNCATE, or DELETE/UPDATE without WHERE."""
+    match = _SQL_DROP.search(text)
+    if match:
+        statement = match.group(0).strip(_QUOTES)
+        return Finding("destruction", "sql-drop", f"runs destructive SQL `{statement}`")
+    for pattern, verb in ((_SQL_DELETE, "DELETE"), (_SQL_UPDATE, "UPDATE")):
+        for m in pattern.finditer(text):
+            if not _WHERE.search(m.group("rest")):
+                statement = m.group(0)[:60].strip(_QUOTES)
+                return Finding("destruction", "sql-no-where",
+                               f"runs {verb} without WHERE: `{statement}`")
+    return None
+
+
+def _pipes_download_into_interpreter(command: str) -> bool:
+    for m in _PIPE_TO_INTERPRETER.finditer(command):
+        interp, rest = m.group("interp").lower(), m.group("rest").split()
+        if interp.endswith("sh") and interp not in ("pwsh",):
+            if "-c" not in rest:
+                return True
+        # An interpreter reads its program from stdin with no script, -c or -m (or with -).
+        elif "-" in rest or not any(t in ("-c", "-m") or not t.startswith("-") for t in rest):
+            return True
+    return False
+
+
+def check_bash(command: str, scope: Scope) -> list[Finding]:
+    """Every dangerous pattern in one Bash command line."""
+    findings: list[Finding] = []
+    if _pipes_download_into_interpreter(command):
+        findings.append(Finding("supply_chain", "pipe-to-shell",
+                                "pipes a download straight into an interpreter"))
+    for group, rule, pattern, detail in _REGEX_RULES:
+        if pattern.search(command):
+            findings.append(Finding(group, rule, detail))
+    commands = simple_commands(command)
+    programs = {c.program for c in commands}
+    words = programs.union(*(c.args for c in commands)) if commands else set()
+    if words & _DB_CLIENTS:
+        finding = sql_finding(command)
+        if finding:
+            findings.append(finding)
+    network = bool(programs & _NETWORK)
+    for cmd in commands:
+        if cmd.program == "cd":
+            target = (cmd.positionals() or ["~"])[0]
+            path = scope.resolve(target)
+            if path and os.path.isdir(path):
+                scope = scope.with_cwd(path)
+            continue
+        findings.extend(_command_findings(cmd, scope, network))
+    return _dedup(findings)
+
+
+def _dedup(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple[str, str]] = set()
+    out: list[Finding] = []
+    for f in findings:
+        if (f.rule, f.detail) not in seen:
+            seen.add((f.rule, f.detail))
+            out.append(f)
+    return out
+
+
+def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[Finding]:
+    out: list[Finding] = []
+    for op, target in cmd.redirects:
+        if ">" in op:
+            out.append(scope.write_finding(target, verb="redirects output to"))
+        elif network and op == "<" and secret_kind(target):
+            out.append(Finding("exfiltration", "secret-upload",
+                               f"sends {target}, {secret_kind(target)}, over the network"))
+    program, pos = cmd.program, cmd.positionals()
+    if program in ("tee",):
+        out.extend(scope.write_finding(p) for p in pos)
+    elif program in ("cp", "mv", "install") and len(pos) >= 2:
+        out.append(scope.write_finding(pos[-1], verb=f"{program} writes"))
+    elif program == "rm" and (cmd.has_short_flag("r") or cmd.has_short_flag("R")
+                              or cmd.has_long("--recursive")):
+        out.extend(scope.delete_finding(p) for p in pos)
+    elif program == "find" and ("-delete" in cmd.args or _find_runs_rm(cmd)):
+        start = _first_expr(cmd.args)
+        filtered = any(a in _FIND_FILTERS for a in cmd.args[start:])
+        for root in cmd.args[:start] or ["."]:
+            finding = scope.delete_finding(root)
+            # `find . -name '*.pyc' -delete` deletes matches, not the tree it searches.
+            if finding and not (filtered and finding.rule in ("rm-workspace", "rm-git-dir")):
+                out.append(finding)
+    elif program == "git":
+        out.extend(git_findings(cmd, scope))
+    elif program in _PRINTERS:
+        out.extend(Finding("secrets", "print-secret",
+                           f"prints {p}, {secret_kind(p)}, into the transcript (it goes to "
+                           "the model provider)") for p in pos if secret_kind(p))
+    elif program in ("echo", "printf", "printenv"):
+        secret = next((a for a in cmd.args if re.search(
+            r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", a)
+            and (program == "printenv" or "$" in a)), None)
+        if secret:
+            out.append(Finding("secrets", "print-secret",
+                               f"prints {secret} into the transcript"))
+    elif program in _MAILERS:
+        out.append(Finding("external_comms", "mail", f"sends mail with {program}"))
+    else:
+        out.extend(cli_findings(cmd, scope))
+    if program in _NETWORK:
+        out.extend(_network(cmd))
+    return [f for f in out if f is not None]
+
+
+def _first_expr(args: list[str]) -> int:
+    for i, a in enumerate(args):
+        if a.startswith(("-", "(", "!")):
+            return i
+    return len(args)
+
+
+def _find_runs_rm(cmd: SimpleCommand) -> bool:
+    for i, a in enumerate(cmd.args[:-1]):
+        if a in ("-exec", "-execdir", "-ok") and cmd.args[i + 1].rsplit("/", 1)[-1] == "rm":
+            return True
+    return False
+
+
+def _network(cmd: SimpleCommand) -> list[Finding]:
+    out: list[Finding] = []
+    for i, arg in enumerate(cmd.args):
+        if (i and cmd.args[i - 1] in _USES_CREDENTIAL) or arg.split("=", 1)[0] in _USES_CREDENTIAL:
+            continue  # `ssh -i key`, `curl --cert c.pem`: the key is used here, not sent
+        candidate = arg.rsplit("@", 1)[-1].rsplit("=", 1)[-1] if "@" in arg else arg
+        kind = secret_kind(candidate)
+        if kind and not candidate.startswith(("http://", "https://")):
+            out.append(Finding("exfiltration", "secret-upload",
+                               f"sends {candidate}, {kind}, over the network with {cmd.program}"))
+    pos = cmd.positionals()
+    if cmd.program in ("scp", "rsync") and len(pos) >= 2 and _REMOTE_PATH.match(pos[-1]):
+        out.append(Finding("prod_infra", "remote-copy",
+                           f"copies files to the remote host {pos[-1].split(':', 1)[0]}"))
+    return out
+
+

@@ -1,0 +1,135 @@
+"""Dangerous infrastructure, cloud, container, GitHub, package and system commands.
+
+Gated: IaC destroys (`terraform destroy`, `apply -destroy`, `pulumi destroy`, `state rm`)
+and `apply -auto-approve`; `kubectl delete|drain`; `helm uninstall`; cloud deletes (`aws
+... delete-*|terminate-*`, `aws s3 rm|sync --recursive|--delete`, `aws s3 rb`, `gcloud|az
+... delete`, `gsutil rm -r`); deploy commands (`fly deploy`, `vercel --prod`, ...); docker
+volume deletion, privileged containers and image pushes; `gh pr merge`, `gh repo|release
+delete`, `gh release create`; `chmod -R 777`-like modes and `chmod|chown -R` outside the
+workspace; installs from URLs, git refs or extra indexes; registry switches; crontab and
+`systemctl enable`; `mkfs` and `dd of=/dev/...`. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.scope import Scope
+from massgen_mcp.hook.shell import SimpleCommand, subcommand
+
+_KUBECTL_VALUES = frozenset({"--context", "-n", "--namespace", "--kubeconfig", "--cluster",
+                             "--user", "-s", "--server"})
+_WORLD_WRITABLE = re.compile(r"^(0?777|0?666|[ugoa]*[ao][ugoa]*\+[rwxX]*w[rwxX]*)$")
+
+
+def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
+    """Dangerous infrastructure, cloud, container, GitHub and package-tool commands."""
+    program, args = cmd.program, cmd.args
+    pos = cmd.positionals()
+    sub = pos[0] if pos else ""
+
+    def hit(group: str, rule: str, detail: str) -> list[Finding]:
+        return [Finding(group, rule, detail)]
+
+    if program in ("terraform", "tofu", "terragrunt"):
+        if sub == "destroy" or (sub == "apply" and "-destroy" in args):
+            return hit("prod_infra", "iac-destroy", f"{program} destroys infrastructure")
+        if sub == "apply" and any(a.startswith(("-auto-approve", "--auto-approve")) for a in args):
+            return hit("access_control", "auto-approve",
+                       f"{program} apply -auto-approve skips the plan review")
+        if pos[:2] == ["state", "rm"]:
+            return hit("prod_infra", "iac-state-rm", f"{program} state rm drops managed state")
+    elif program == "pulumi" and sub == "destroy":
+        return hit("prod_infra", "iac-destroy", "pulumi destroy removes a stack's resources")
+    elif program in ("kubectl", "oc"):
+        ksub, _ = subcommand(cmd, _KUBECTL_VALUES)
+        if ksub in ("delete", "drain"):
+            return hit("prod_infra", "kubectl-delete", f"{program} {ksub} removes cluster objects")
+    elif program == "helm" and sub in ("uninstall", "delete", "del"):
+        return hit("prod_infra", "helm-uninstall", "helm uninstall removes a release")
+    elif program == "aws":
+        if any(re.match(r"^(delete|terminate|remove|purge|deregister)-", p) for p in pos):
+            return hit("prod_infra", "cloud-delete", "aws call that deletes or terminates")
+        s3 = pos[pos.index("s3") + 1:][:1] if "s3" in pos else []
+        if s3 == ["rb"] or (s3 in (["rm"], ["sync"]) and (
+                "--recursive" in args or "--delete" in args)):
+            return hit("prod_infra", "cloud-mass-delete", f"aws s3 {s3[0]} deletes objects in bulk")
+    elif program in ("gcloud", "az") and "delete" in pos:
+        return hit("prod_infra", "cloud-delete", f"{program} ... delete removes cloud resources")
+    elif program == "gsutil" and (sub == "rb" or (sub == "rm" and (
+            cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_short_flag("a")))):
+        return hit("prod_infra", "cloud-mass-delete", "gsutil deletes objects in bulk")
+    elif program in ("docker", "docker-compose", "podman"):
+        return _docker(cmd, pos)
+    elif program in ("chmod", "chown") and (cmd.has_short_flag("R")
+                                            or cmd.has_long("--recursive")):
+        if program == "chmod" and pos and _WORLD_WRITABLE.match(pos[0]):
+            return hit("access_control", "chmod-world",
+                       f"chmod -R {pos[0]} makes files writable by everyone")
+        targets = pos[1:]
+        outside = [t for t in targets if scope.write_finding(t) is not None]
+        if outside:
+            return hit("access_control", "chown-outside",
+                       f"{program} -R on {outside[0]}, outside the workspace")
+    elif _deploys(program, sub, pos, args):
+        return hit("prod_infra", "deploy", f"{program} deploys to a live environment")
+    elif program == "gh":
+        return _gh(pos, args)
+    elif program in ("pip", "pip3", "uv", "python", "python3") and "install" in pos:
+        risky = [a for a in args if a.startswith(("git+", "http://", "https://"))
+                 or a.split("=", 1)[0] in ("--index-url", "-i", "--extra-index-url",
+                                           "--trusted-host")]
+        if risky:
+            return hit("supply_chain", "pip-untrusted", f"installs from {risky[0]}")
+    elif program in ("npm", "yarn", "pnpm") and pos[:2] == ["config", "set"] and "registry" in (
+            pos[2:3] or [""])[0]:
+        return hit("supply_chain", "registry-switch", f"{program} switches the package registry")
+    elif program == "crontab" and not cmd.has_short_flag("l"):
+        return hit("supply_chain", "persistence", "installs a crontab")
+    elif program == "systemctl" and sub == "enable":
+        return hit("supply_chain", "persistence", "enables a system service at boot")
+    elif (program == "dd" and any(a.startswith("of=/dev/") for a in args)) or (
+            program == "mkfs" or program.startswith("mkfs.")):
+        return hit("destruction", "disk-overwrite", f"{program} overwrites a device")
+    return []
+
+
+def _deploys(program: str, sub: str, pos: list[str], args: list[str]) -> bool:
+    if program in ("fly", "flyctl", "cdk", "serverless", "sls", "eb", "firebase"):
+        return sub == "deploy"
+    if program in ("vercel", "netlify"):
+        return "--prod" in args
+    return program == "gcloud" and "deploy" in pos
+
+
+def _docker(cmd: SimpleCommand, pos: list[str]) -> list[Finding]:
+    args = cmd.args
+    if cmd.program == "docker-compose":
+        pos = ["compose", *pos]
+    head = pos[:2]
+    if head == ["system", "prune"] or (head[:1] == ["volume"] and pos[1:2] in (["rm"], ["prune"])):
+        return [Finding("destruction", "docker-volumes", "deletes docker volumes and data")]
+    if head == ["compose", "down"] and (cmd.has_short_flag("v") or "--volumes" in args):
+        return [Finding("destruction", "docker-volumes", "compose down -v deletes volumes")]
+    if head[:1] == ["push"]:
+        return [Finding("external_comms", "publish", "pushes an image to a registry")]
+    if head[:1] == ["run"] and ("--privileged" in args or any(
+            a.startswith(("/:", "-v/:")) for a in args)):
+        return [Finding("supply_chain", "privileged-container",
+                        "runs a privileged container or mounts the host root")]
+    return []
+
+
+def _gh(pos: list[str], args: list[str]) -> list[Finding]:
+    head = pos[:2]
+    if head == ["pr", "merge"]:
+        group = "access_control" if "--admin" in args else "source_control"
+        return [Finding(group, "gh-merge", "merges a pull request into a shared branch")]
+    if head in (["repo", "delete"], ["release", "delete"]):
+        return [Finding("destruction", "gh-delete", f"gh {' '.join(head)} deletes it for good")]
+    if head == ["release", "create"]:
+        return [Finding("external_comms", "publish", "publishes a GitHub release")]
+    if head[:1] == ["api"] and any(a.upper() == "DELETE" for a in args):
+        return [Finding("destruction", "gh-delete", "gh api DELETE request")]
+    return []

@@ -1,0 +1,148 @@
+"""Dangerous git commands. Standard library only.
+
+- `git push` with `--force`, `-f`, `--force-with-lease`, `--force-if-includes` or a
+  `+refspec`, and `--delete`/`:branch`: gated only when the destination branch is
+  protected (`PROTECTED_BRANCH`: main, master, trunk, develop, dev, stable, staging, prod*,
+  production, release*, hotfix*, gh-pages) or cannot be determined (no refspec and no
+  readable `.git/HEAD`, a detached HEAD, `--all`). With no refspec the current branch is
+  read from `.git/HEAD` (no git process). Force-pushing a named feature branch after a
+  rebase is routine and recoverable, so it is not gated; reviewers still get "branches
+  others build on" in the policy text. `--mirror` and pushing to a URL rather than a
+  configured remote are always gated.
+- `git reset --hard`, `git clean -f...` (not `-n`), `git checkout .`/`-f`, `git restore .`
+  (not `--staged` alone), `git stash clear`: always gated. The hook cannot cheaply tell
+  whether uncommitted work exists, and these are the commands that lose it.
+- `--no-verify` (and `commit -n`), `filter-branch`/`filter-repo`, `branch -D` of a
+  protected branch, `git add` of a secret file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.scope import Scope, secret_kind
+from massgen_mcp.hook.shell import SimpleCommand, subcommand
+
+PROTECTED_BRANCH = re.compile(
+    r"^(main|master|trunk|develop|development|dev|stable|staging|production|gh-pages"
+    r"|prod([-/_].*)?|release([-/_].*)?|releases/.*|hotfix([-/_].*)?)$"
+)
+_GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+_URL_REMOTE = re.compile(r"^(https?://|ssh://|git://|file://|[\w.-]+@[\w.-]+:)")
+
+
+def current_branch(cwd: str) -> str | None:
+    """The checked-out branch from `.git/HEAD` (worktrees too), without running git."""
+    path = cwd
+    while True:
+        dotgit = os.path.join(path, ".git")
+        if os.path.isfile(dotgit):
+            try:
+                with open(dotgit, encoding="utf-8") as f:
+                    line = f.readline().strip()
+            except OSError:
+                return None
+            gitdir = line.removeprefix("gitdir:").strip()
+            dotgit = os.path.join(path, gitdir)
+        if os.path.isdir(dotgit):
+            try:
+                with open(os.path.join(dotgit, "HEAD"), encoding="utf-8") as f:
+                    head = f.readline().strip()
+            except OSError:
+                return None
+            return head.removeprefix("ref: refs/heads/") if head.startswith("ref:") else None
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
+    """Dangerous `git` invocations (see the module docstring for what is gated)."""
+    sub, idx = subcommand(cmd, _GIT_GLOBAL_VALUES)
+    rest = SimpleCommand("git", cmd.args[idx + 1:])
+    if "-C" in cmd.args[:idx]:  # `git -C repo push`: that repository's branch counts
+        repo = scope.resolve(cmd.args[cmd.args.index("-C") + 1])
+        if repo and os.path.isdir(repo):
+            scope = scope.with_cwd(repo)
+    pos = rest.positionals()
+    out: list[Finding] = []
+    if "--no-verify" in rest.args or (sub == "commit" and rest.has_short_flag("n")):
+        out.append(Finding("access_control", "no-verify",
+                           f"git {sub} --no-verify skips the repository's hooks"))
+    if sub == "push":
+        out.extend(_push(rest, scope))
+    elif sub == "reset" and rest.has_long("--hard"):
+        out.append(Finding("destruction", "git-reset-hard",
+                           "git reset --hard discards uncommitted changes"))
+    elif sub == "clean" and (rest.has_short_flag("f") or rest.has_long("--force")) and not (
+        rest.has_short_flag("n") or rest.has_long("--dry-run")
+    ):
+        out.append(Finding("destruction", "git-clean",
+                           "git clean -f deletes untracked files for good"))
+    elif sub in ("checkout", "restore") and _discards_worktree(sub, rest):
+        out.append(Finding("destruction", "git-discard",
+                           f"git {sub} over the whole tree discards uncommitted changes"))
+    elif sub == "stash" and pos[:1] == ["clear"]:
+        out.append(Finding("destruction", "git-stash-clear", "git stash clear drops all stashes"))
+    elif sub == "branch" and (rest.has_short_flag("D") or (
+            rest.has_long("--delete") and rest.has_long("--force"))):
+        out.extend(Finding("source_control", "git-branch-delete",
+                           f"force-deletes the protected branch '{b}'")
+                   for b in pos if PROTECTED_BRANCH.match(b))
+    elif sub in ("filter-branch", "filter-repo"):
+        out.append(Finding("source_control", "git-rewrite", f"git {sub} rewrites history"))
+    elif sub == "add" and (found := [p for p in pos if secret_kind(p)]):
+        out.append(Finding("secrets", "git-add-secret", f"stages {found[0]} for commit"))
+    return out
+
+
+def _discards_worktree(sub: str, rest: SimpleCommand) -> bool:
+    whole_tree = any(p in (".", ":/", "*") for p in rest.positionals())
+    if sub == "checkout":
+        return whole_tree or rest.has_short_flag("f") or rest.has_long("--force")
+    staged_only = rest.has_long("--staged") and not (
+        rest.has_long("--worktree") or rest.has_short_flag("W"))
+    return whole_tree and not staged_only
+
+
+def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
+    args = rest.args
+    force = rest.has_short_flag("f") or any(
+        a == "--force" or a.startswith(("--force-with-lease", "--force-if-includes"))
+        for a in args)
+    delete = rest.has_short_flag("d") or "--delete" in args
+    pos = [a for i, a in enumerate(args) if not a.startswith("-")
+           and (i == 0 or args[i - 1] not in ("-o", "--push-option", "--receive-pack", "--exec"))]
+    remote, refspecs = (pos[0] if pos else None), pos[1:]
+    out: list[Finding] = []
+    if "--mirror" in args:
+        out.append(Finding("source_control", "git-push-mirror",
+                           "git push --mirror overwrites every ref on the remote"))
+    if remote and _URL_REMOTE.match(remote):
+        out.append(Finding("exfiltration", "git-push-url",
+                           f"pushes to {remote}, an address that is not a configured remote"))
+    force = force or any(r.startswith("+") for r in refspecs)
+    delete = delete or any(r.startswith(":") for r in refspecs)
+    if not (force or delete):
+        return out
+    dests: list[str | None] = []
+    for ref in refspecs:
+        src, _, dst = ref.lstrip("+").partition(":")
+        name = (dst or src).removeprefix("refs/heads/")
+        dests.append(current_branch(scope.cwd) if name in ("HEAD", "@") else name)
+    if not refspecs:
+        every = "--all" in args or "--branches" in args
+        dests.append(None if every else current_branch(scope.cwd))
+    verb = "force-pushes" if force else "deletes"
+    for dest in dests:
+        if dest is None:
+            out.append(Finding("source_control", "git-force-push",
+                               f"{verb} a branch the hook cannot determine (no refspec, "
+                               "detached HEAD or --all); name the branch explicitly"))
+        elif PROTECTED_BRANCH.match(dest):
+            out.append(Finding("source_control", "git-force-push",
+                               f"{verb} the shared branch '{dest}'"))
+    return out

@@ -1,0 +1,111 @@
+"""The machine-checkable dangerous patterns the hook enforces, each tied to a policy group.
+
+`check_call(tool_name, tool_input, scope)` returns every `Finding` for one Claude Code tool
+call: Bash commands (`bash_rules.py`), file writes (Write, Edit, MultiEdit, NotebookEdit:
+secret files, guardrail files, anything outside the workspace; see `scope.py`), and MCP
+tools (`mcp__<server>__<tool>`: a shell command or SQL in their arguments, a file path they
+write, or a name whose verb has effects beyond the workspace: delete, deploy, send, merge,
+grant, pay, ...). No findings means the call is ordinary work.
+
+Choices (false positives we avoid on purpose):
+- Only file-writing tools are path-checked; reading is not a tool this hook gates
+  (Bash reads of secret files are: they print the secret into the transcript).
+- massgen's own tools (`mcp__massgen*__...`) are never gated: the way out of a denial is
+  calling `checkpoint`.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from massgen_mcp.hook.bash_rules import check_bash, sql_finding
+from massgen_mcp.hook.matching import split_mcp_name
+from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.scope import Scope
+from massgen_mcp.hook.shell import wordset
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
+    from typing import Any
+
+WRITE_TOOLS: dict[str, str] = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+
+_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_VERBS: dict[str, tuple[str, str]] = {}
+for _group, _verbs, _what in (
+    ("destruction", "delete drop destroy purge truncate wipe erase", "deletes data"),
+    ("prod_infra", "deploy terminate shutdown scale rollout reboot", "changes infrastructure"),
+    ("source_control", "merge push", "changes a shared repository"),
+    ("access_control", "grant revoke permission permissions collaborator visibility",
+     "changes who can access what"),
+    ("external_comms", "send email publish tweet sms notify post", "reaches people outside"),
+    ("external_comms", "pay payment charge refund transfer purchase", "moves money"),
+):
+    for _verb in _verbs.split():
+        _VERBS[_verb] = (_group, _what)
+
+_COMMAND_ARGS = ("command", "cmd", "script", "shell_command", "bash")
+_SQL_ARGS = ("sql", "query", "statement", "statements")
+_SQL_HINTS = wordset(
+    "sql postgres postgresql pg mysql sqlite db database supabase bigquery snowflake duckdb "
+    "clickhouse neon turso planetscale query execute"
+)
+_PATH_ARGS = ("path", "file_path", "filepath", "file", "filename", "destination", "dest",
+              "target", "target_path", "output_path")
+_WRITE_VERBS = wordset("write edit create save put upload move copy append rename")
+
+
+def name_words(name: str) -> list[str]:
+    """`deleteFile` / `delete_file` / `delete-file` -> ["delete", "file"]."""
+    return [w.lower() for w in _WORDS.findall(name)]
+
+
+def check_call(tool_name: str, tool_input: dict[str, Any], scope: Scope) -> list[Finding]:
+    """Every dangerous pattern one tool call matches (empty: ordinary work)."""
+    if tool_name == "Bash":
+        command = tool_input.get("command")
+        return check_bash(command, scope) if isinstance(command, str) else []
+    if tool_name in WRITE_TOOLS:
+        path = tool_input.get(WRITE_TOOLS[tool_name])
+        finding = scope.write_finding(path) if isinstance(path, str) and path else None
+        return [finding] if finding else []
+    mcp = split_mcp_name(tool_name)
+    if mcp is not None:
+        return _check_mcp(mcp[0], mcp[1], tool_input, scope)
+    return []
+
+
+def _check_mcp(server: str, tool: str, args: dict[str, Any], scope: Scope) -> list[Finding]:
+    if server.lower().startswith("massgen"):
+        return []
+    findings: list[Finding] = []
+    words = name_words(tool)
+    for word in words:
+        if word in _VERBS:
+            group, what = _VERBS[word]
+            findings.append(Finding(group, f"mcp-{word}",
+                                    f"MCP tool {tool} on server {server} {what} ('{word}')"))
+            break
+    for key in _COMMAND_ARGS:
+        value = args.get(key)
+        if isinstance(value, str):
+            findings.extend(check_bash(value, scope))
+    if _SQL_HINTS.intersection(words + name_words(server)):
+        for key in _SQL_ARGS:
+            value = args.get(key)
+            finding = sql_finding(value) if isinstance(value, str) else None
+            if finding:
+                findings.append(finding)
+    if _WRITE_VERBS.intersection(words):
+        for key in _PATH_ARGS:
+            value = args.get(key)
+            finding = scope.write_finding(value) if isinstance(value, str) and value else None
+            if finding:
+                findings.append(finding)
+    return findings

@@ -1,0 +1,1 @@
+"""`plan`: a team-agreed, validated task plan, stored under `plans/`."""

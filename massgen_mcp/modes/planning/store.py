@@ -1,0 +1,214 @@
+"""Stored plans: ``<state dir>/plans/<plan_id>/`` with ``plan.json``, ``plan.md`` and
+``metadata.json``.
+
+Every file is written to a temporary name and moved into place with `os.replace`;
+``metadata.json`` is written last, so a directory without it is an unfinished save and is
+ignored. Plan ids look like ``plan_20261130T183300Z_ab12``: they sort by creation second, and
+the random suffix plus an exclusive ``mkdir`` keeps them unique within a second.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import tempfile
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from massgen_mcp.errors import InputError, MassgenError
+from massgen_mcp.modes.planning.answer_format import plan_markdown
+from massgen_mcp.modes.planning.schema import Plan, accepted_task_range, validate_plan
+from massgen_mcp.paths import plans_dir
+
+log = logging.getLogger(__name__)
+
+LATEST = "latest"
+_EXAMPLE_ID = "plan_20261130T183300Z_ab12"
+
+
+class PlanMetadata(BaseModel):
+    """What is known about how a stored plan was made."""
+
+    plan_id: str
+    goal: str
+    depth: str
+    run_id: str | None = Field(description="The consensus run that produced the plan.")
+    created: str = Field(description="Creation time, ISO 8601 UTC.")
+    task_count: int
+    chunk_count: int
+    consensus: dict[str, Any] = Field(
+        default_factory=dict, description="Votes and tally of the run that chose the plan."
+    )
+
+
+class StoredPlan(BaseModel):
+    """A plan as stored: the structured plan, its Markdown, its metadata and its folder."""
+
+    plan_id: str
+    goal: str
+    depth: str
+    plan: Plan
+    markdown: str
+    metadata: PlanMetadata
+    path: str = Field(description="The folder holding plan.json, plan.md and metadata.json.")
+
+
+class PlanSummary(BaseModel):
+    """One line of `list_plans`."""
+
+    plan_id: str
+    goal: str
+    depth: str
+    created: str
+    task_count: int
+    run_id: str | None = None
+
+
+def save_plan(
+    state_dir: Path,
+    *,
+    goal: str,
+    depth: str,
+    plan: Plan | Mapping[str, Any],
+    run_id: str | None,
+    consensus: dict[str, Any],
+) -> StoredPlan:
+    """Store a plan and return it as stored.
+
+    A `Plan` is stored as is; a mapping (e.g. `ParsedAnswer.data`) is checked with
+    `validate_plan` first and raises `AnswerRejected` if invalid. `consensus` (votes, tally)
+    must be JSON-serialisable.
+    """
+    accepted_task_range(depth)  # InputError for an unknown depth
+    if not isinstance(plan, Plan):
+        plan = validate_plan(plan, depth)
+    root = plans_dir(Path(state_dir))
+    root.mkdir(parents=True, exist_ok=True)
+    folder, plan_id, now = _new_folder(root)
+    markdown = plan_markdown(plan, goal)
+    metadata = PlanMetadata(
+        plan_id=plan_id,
+        goal=goal,
+        depth=depth,
+        run_id=run_id,
+        created=now.isoformat(timespec="microseconds"),
+        task_count=len(plan.tasks),
+        chunk_count=len(plan.chunks()),
+        consensus=consensus,
+    )
+    _write(folder / "plan.json", plan.model_dump_json(indent=2))
+    _write(folder / "plan.md", markdown)
+    _write(folder / "metadata.json", metadata.model_dump_json(indent=2))  # last: marks it done
+    return StoredPlan(
+        plan_id=plan_id, goal=goal, depth=depth, plan=plan, markdown=markdown,
+        metadata=metadata, path=str(folder),
+    )
+
+
+def get_plan(state_dir: Path, plan_id: str) -> StoredPlan:
+    """A stored plan by id, or the newest one for ``"latest"``.
+
+    Raises `InputError` for a malformed or unknown id (listing the newest ids), or when
+    ``"latest"`` is asked for and no plan exists yet.
+    """
+    root = plans_dir(Path(state_dir))
+    wanted = plan_id.strip() if isinstance(plan_id, str) else ""
+    if wanted.lower() == LATEST:
+        newest = _metadata_newest_first(root)
+        if not newest:
+            raise InputError(
+                f"no plans are stored in {root} yet: make one with the `plan` tool or "
+                f"`massgen-mcp plan \"<goal>\"`"
+            )
+        wanted = newest[0].plan_id
+    _check_id(wanted)
+    folder = root / wanted
+    if not (folder / "metadata.json").is_file():
+        known = [m.plan_id for m in _metadata_newest_first(root)[:5]]
+        listing = f"newest plans: {', '.join(known)}" if known else "no plans are stored yet"
+        raise InputError(f"no plan {wanted!r} in {root} ({listing}); or use 'latest'")
+    try:
+        metadata = PlanMetadata.model_validate_json((folder / "metadata.json").read_bytes())
+        plan = Plan.model_validate_json((folder / "plan.json").read_bytes())
+        markdown = (folder / "plan.md").read_text(encoding="utf-8")
+    except (OSError, ValidationError) as e:
+        raise MassgenError(f"plan {wanted!r} in {folder} is damaged: {e}") from None
+    return StoredPlan(
+        plan_id=wanted, goal=metadata.goal, depth=metadata.depth, plan=plan,
+        markdown=markdown, metadata=metadata, path=str(folder),
+    )
+
+
+def list_plans(state_dir: Path, limit: int = 20) -> list[PlanSummary]:
+    """Stored plans, newest first (at most `limit`)."""
+    return [
+        PlanSummary(
+            plan_id=m.plan_id, goal=m.goal, depth=m.depth, created=m.created,
+            task_count=m.task_count, run_id=m.run_id,
+        )
+        for m in _metadata_newest_first(plans_dir(Path(state_dir)))[: max(limit, 0)]
+    ]
+
+
+def _check_id(plan_id: str) -> None:
+    if (
+        not plan_id
+        or plan_id.startswith(".")
+        or any(c in plan_id for c in "/\\\0")
+        or ".." in plan_id
+    ):
+        raise InputError(
+            f"{plan_id!r} is not a plan id: ids look like '{_EXAMPLE_ID}' (or use 'latest')"
+        )
+
+
+def _new_folder(root: Path) -> tuple[Path, str, datetime]:
+    for _ in range(20):
+        now = datetime.now(UTC)
+        plan_id = f"plan_{now:%Y%m%dT%H%M%SZ}_{secrets.token_hex(2)}"
+        folder = root / plan_id
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder, plan_id, now
+    raise MassgenError(f"could not pick a free plan id in {root}")
+
+
+def _write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _metadata_newest_first(root: Path) -> list[PlanMetadata]:
+    found = []
+    try:
+        folders = [p for p in root.iterdir() if p.name.startswith("plan_")]
+    except FileNotFoundError:
+        return []
+    for folder in folders:
+        try:
+            found.append(PlanMetadata.model_validate(
+                json.loads((folder / "metadata.json").read_bytes())
+            ))
+        except FileNotFoundError:
+            continue  # an unfinished save
+        except (OSError, ValueError) as e:
+            log.warning("skipping damaged plan folder %s: %s", folder, e)
+    # The id sorts by second; the stored time (microseconds) orders plans within a second.
+    found.sort(key=lambda m: (m.created, m.plan_id), reverse=True)
+    return found

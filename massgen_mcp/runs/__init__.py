@@ -1,0 +1,1 @@
+"""Runs: their records on disk (`store`), execution (`engine`), and progress text."""

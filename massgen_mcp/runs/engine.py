@@ -1,0 +1,351 @@
+"""Runs a team on a task: backends, tool servers, the orchestrator and the run record.
+
+The `Engine` is shared by the CLI, the Python API and the MCP server. It also keeps the
+runs that are live in this process, so they can be followed and cancelled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from massgen_mcp.backends import Backend, create_backend
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.team import AgentSpec, Team
+from massgen_mcp.coordination.answers import AnswerFormat
+from massgen_mcp.coordination.orchestrator import Orchestrator
+from massgen_mcp.coordination.result import RunResult
+from massgen_mcp.errors import BackendError, InputError, MassgenError, RunNotFoundError
+from massgen_mcp.messages import Message, ToolSpec, Turn
+from massgen_mcp.paths import state_dir
+from massgen_mcp.runs.store import Redactor, RunRecord, RunStore, check_run_id, new_run_id
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[dict[str, Any]], None]
+STATUS_INTERVAL = 0.25
+BACKEND_CACHE_SIZE = 64
+# Events after which status.json is rewritten (the rest only go to events.jsonl).
+_STATUS_EVENTS = frozenset({"answer", "vote", "agent_failed", "consensus", "restart",
+                            "presentation_started", "tool_server_failed"})
+
+
+class _BrokenBackend:
+    """Stands in for a backend that could not be built, so the agent fails like any other."""
+
+    def __init__(self, provider: str, model: str, error: str) -> None:
+        self.provider, self.model, self.error = provider, model, error
+
+    async def turn(self, messages: list[Message], tools: list[ToolSpec], *,
+                   require_tool: bool = False) -> Turn:
+        raise BackendError(self.error, provider=self.provider, model=self.model)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass(eq=False)
+class LiveRun:
+    run_id: str
+    record: RunRecord
+    listeners: list[Listener] = field(default_factory=list)
+    orchestrator: Orchestrator | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: RunResult | None = None
+    outcome: Any = None  # what the run's `after` hook returned
+    outcome_error: str | None = None  # why the `after` hook failed
+    cancel_requested: bool = False
+    dirty: anyio.Event = field(default_factory=anyio.Event)  # status.json is behind
+
+    def snapshot(self) -> RunResult | None:
+        if self.result is not None:
+            return self.result
+        return self.orchestrator.result() if self.orchestrator else None
+
+
+@dataclass
+class PreparedRun:
+    """A run whose team, task and context are settled; `start()` runs it to the end."""
+
+    engine: Engine
+    live: LiveRun
+    team: Team
+    task: str
+    context: str | None
+    answer_format: AnswerFormat | None = None
+    backend_context: dict[str, Any] | None = None
+    #: Runs on the finished result (e.g. stores the winning plan); its value is `outcome`.
+    after: Callable[[RunResult], Any] | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.live.run_id
+
+    @property
+    def outcome(self) -> Any:
+        if self.live.outcome_error:
+            raise MassgenError(self.live.outcome_error)
+        return self.live.outcome
+
+    async def start(self) -> RunResult:
+        return await self.engine.execute(
+            self.live, self.team, self.task, context=self.context,
+            answer_format=self.answer_format, backend_context=self.backend_context,
+            after=self.after)
+
+
+class Engine:
+    def __init__(self, state: Path | None = None, env: Environment | None = None) -> None:
+        self.state = state or state_dir()
+        self.env = env or Environment()
+        self.store = RunStore(self.state)
+        self.live: dict[str, LiveRun] = {}
+        self.shutting_down = False  # set by the server on exit: live runs become interrupted
+        self._backend_cache: dict[str, Backend] = {}
+
+    # ------------------------------------------------------------------ running
+
+    def prepare(self, team: Team, task: str, *, mode: str = "consensus") -> LiveRun:
+        """Create the run id and record, so callers can return the id before the run starts."""
+        run_id = new_run_id()
+        secrets = [a.api_key.get_secret_value() for a in team.agents if a.api_key]
+        meta = {"task": task, "team": team.name, "source": team.source, "mode": mode,
+                "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
+                           for a in team.agents]}
+        live = LiveRun(run_id, RunRecord(self.state, run_id, Redactor(secrets), meta))
+        # status.json exists from the start, so a run whose process dies is never lost
+        live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
+                                     team=team.name, log_dir=str(live.record.dir)))
+        self.live[run_id] = live
+        return live
+
+    def prepare_run(
+        self,
+        team: Team,
+        task: str,
+        *,
+        context: str | None = None,
+        mode: str = "consensus",
+        answer_format: AnswerFormat | None = None,
+        backend_context: dict[str, Any] | None = None,
+        listener: Listener | None = None,
+    ) -> PreparedRun:
+        """A run with its id and record, ready to `start()`."""
+        if not isinstance(task, str) or not task.strip():
+            raise InputError("the task is empty: say what the team should answer or decide")
+        live = self.prepare(team, task, mode=mode)
+        if listener is not None:
+            live.listeners.append(listener)
+        return PreparedRun(self, live, team, task, context, answer_format, backend_context)
+
+    async def execute(
+        self,
+        live: LiveRun,
+        team: Team,
+        task: str,
+        *,
+        context: str | None = None,
+        answer_format: AnswerFormat | None = None,
+        backend_context: dict[str, Any] | None = None,
+        after: Callable[[RunResult], Any] | None = None,
+    ) -> RunResult:
+        """Run a prepared run to its end. A cancelled caller still gets a `cancelled` record.
+
+        `after` runs on the final result before anyone waiting on the run is woken (it stores
+        plans and checkpoint plans); its return value is `live.outcome`.
+        """
+        backends = self._backends(team, backend_context or {})
+        try:
+            async with anyio.create_task_group() as writer:
+                writer.start_soon(self._status_writer, live)
+                async with AsyncExitStack() as stack:
+                    toolboxes = await self._toolboxes(stack, team, live)
+                    orch = Orchestrator(
+                        team, backends, task, run_id=live.run_id, log_dir=str(live.record.dir),
+                        context=context, answer_format=answer_format, toolboxes=toolboxes,
+                        emit=lambda kind, data: self._on_event(live, kind, data))
+                    live.orchestrator = orch
+                    if live.cancel_requested:
+                        orch.cancel()
+                    result = await orch.run()
+                    # Final now: record it and wake whoever waits before the agents' tool
+                    # servers are stopped (about a second per server, off the answer's path).
+                    self._finish(live, result, after)
+                writer.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                status = "interrupted" if self.shutting_down else "cancelled"
+                result = self._stopped(live, team, task, status, after=after)
+                await self._close(backends)
+            raise
+        except Exception as e:
+            with anyio.CancelScope(shield=True):
+                result = self._stopped(live, team, task, "failed", error=str(e), after=after)
+                await self._close(backends)
+            if isinstance(e, MassgenError):
+                return result
+            raise
+        await self._close(backends)
+        return result
+
+    async def run(
+        self, team: Team, task: str, *, mode: str = "consensus",
+        listener: Listener | None = None, **kwargs: Any,
+    ) -> RunResult:
+        live = self.prepare(team, task, mode=mode)
+        if listener:
+            live.listeners.append(listener)
+        return await self.execute(live, team, task, **kwargs)
+
+    def cancel(self, run_id: str) -> bool:
+        """Ask a live run to stop; returns False when it is not running in this process."""
+        live = self.live.get(check_run_id(run_id))
+        if live is None or live.result is not None:
+            return False
+        live.cancel_requested = True
+        if live.orchestrator is not None:
+            live.orchestrator.cancel()
+        return True
+
+    # ------------------------------------------------------------------ reading
+
+    def get(self, run_id: str) -> RunResult:
+        live = self.live.get(check_run_id(run_id))
+        if live is not None:
+            snap = live.snapshot()
+            if snap is not None:
+                return snap
+        return self.store.load(run_id)
+
+    def list(self, limit: int = 20) -> list[RunResult]:
+        out = []
+        for run_id in self.store.ids():
+            try:
+                out.append(self.get(run_id))
+            except (RunNotFoundError, ValueError) as e:
+                log.warning("skipping run %s: %s", run_id, e)
+            if len(out) >= limit:
+                break
+        return out
+
+    # ------------------------------------------------------------------ internals
+
+    def _backends(self, team: Team, context: dict[str, Any]) -> dict[str, Backend]:
+        """One backend per agent. Provider backends are kept across runs (keyed by everything
+        that shapes their requests), so their HTTP connections (and TLS sessions) are reused
+        instead of being set up again by every agent of every run; they are stateless between
+        turns and safe to share between concurrent runs."""
+        out: dict[str, Backend] = {}
+        for spec in team.agents:
+            key = _backend_key(spec)
+            try:
+                if key is None:
+                    out[spec.id] = create_backend(spec, **context)
+                    continue
+                if key not in self._backend_cache:
+                    if len(self._backend_cache) >= BACKEND_CACHE_SIZE:
+                        self._backend_cache.pop(next(iter(self._backend_cache)))
+                    self._backend_cache[key] = create_backend(spec, **context)
+                out[spec.id] = self._backend_cache[key]
+            except MassgenError as e:
+                out[spec.id] = _BrokenBackend(spec.provider.name, spec.model, str(e))
+        return out
+
+    async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun) -> dict[str, Any]:
+        if not any(a.backend.servers() for a in team.agents):
+            return {}
+        from massgen_mcp.tools.session import (
+            open_toolboxes,  # only runs that use tools pay for the import
+        )
+
+        cfg = team.orchestrator
+        return await stack.enter_async_context(open_toolboxes(
+            {a.id: a.backend for a in team.agents if a.backend.servers()},
+            run_dir=live.record.dir,
+            startup_timeout=cfg.tool_server_startup_timeout_seconds,
+            call_timeout=cfg.tool_call_timeout_seconds,
+            on_event=lambda kind, data: self._on_event(live, kind, data)))
+
+    def _on_event(self, live: LiveRun, kind: str, data: dict[str, Any]) -> None:
+        line = live.record.event(kind, data)
+        if kind in _STATUS_EVENTS:
+            live.dirty.set()
+        for listener in list(live.listeners):
+            try:
+                listener(line)
+            except Exception:
+                log.exception("run listener failed")
+
+    async def _status_writer(self, live: LiveRun) -> None:
+        """Keep status.json current, at most every STATUS_INTERVAL: rewriting it on every
+        event would cost more than the rest of the orchestration."""
+        while True:
+            await live.dirty.wait()
+            live.dirty = anyio.Event()
+            if live.orchestrator is not None and live.result is None:
+                live.record.status(live.orchestrator.result())
+            await anyio.sleep(STATUS_INTERVAL)
+
+    def _stopped(self, live: LiveRun, team: Team, task: str, status: str,
+                 error: str | None = None, after: Callable[[RunResult], Any] | None = None
+                 ) -> RunResult:
+        if live.result is not None:  # stopped while its tool servers were shutting down
+            return live.result
+        orch = live.orchestrator
+        if orch is not None:
+            orch.cancel("cancelled" if status == "cancelled" else "failed")
+            orch.settle()
+            result = orch.result()
+        else:
+            result = RunResult(run_id=live.run_id, status="failed", task=task[:500],
+                               team=team.name, log_dir=str(live.record.dir))
+        result.status = status  # type: ignore[assignment]
+        if error:
+            result.error = error
+        self._on_event(live, "run_finished", {"status": status, "error": error})
+        self._finish(live, result, after)
+        return result
+
+    def _finish(self, live: LiveRun, result: RunResult,
+                after: Callable[[RunResult], Any] | None = None) -> None:
+        if after is not None:
+            try:
+                live.outcome = after(result)
+            except Exception as e:
+                log.exception("recording the outcome of run %s failed", live.run_id)
+                live.outcome_error = f"the run finished ({result.status}) but its outcome " \
+                                     f"could not be recorded: {e}"
+        live.result = result
+        live.record.finish(result)
+        live.done.set()
+        self.live.pop(live.run_id, None)  # from now on it is served from its files
+
+    async def _close(self, backends: dict[str, Backend]) -> None:
+        """Close the backends that are not kept for later runs."""
+        kept = {id(b) for b in self._backend_cache.values()}
+        for b in backends.values():
+            if id(b) in kept:
+                continue
+            try:
+                await b.aclose()
+            except Exception:
+                log.debug("closing backend failed", exc_info=True)
+
+
+def _backend_key(spec: AgentSpec) -> str | None:
+    """What makes two agents' backends interchangeable; None for backends bound to a call
+    (sampling talks to the calling client's session)."""
+    if spec.provider.wire == "sampling":
+        return None
+    key = spec.api_key.get_secret_value() if spec.api_key else ""
+    options = spec.backend.model_dump_json(exclude={"api_key", "mcp_servers", "allowed_tools",
+                                                    "exclude_tools"})
+    digest = hashlib.sha256(key.encode()).hexdigest()  # the key itself is not kept twice
+    return f"{spec.provider.name}|{spec.model}|{spec.base_url}|{digest}|{options}"

@@ -1,0 +1,176 @@
+"""Run records on disk: `<state>/runs/<run_id>/{events.jsonl,status.json,result.json}`.
+
+Every write is redacted (no API key reaches a file) and the JSON files are replaced
+atomically, so a reader never sees half a file. A run that was live in a process that
+has since died is reported `interrupted`, never lost.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from massgen_mcp.coordination.result import RunResult
+from massgen_mcp.errors import InputError, RunNotFoundError
+from massgen_mcp.paths import runs_dir
+from massgen_mcp.redaction import KEY_SHAPES
+
+_RUN_ID = re.compile(r"^run_[0-9]{8}T[0-9]{6}Z_[0-9a-f]{6}$")
+
+
+def new_run_id() -> str:
+    return time.strftime("run_%Y%m%dT%H%M%SZ_", time.gmtime()) + secrets.token_hex(3)
+
+
+def check_run_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+        raise InputError(f"'{run_id}' is not a run id (they look like "
+                         "run_20261130T183300Z_a1b2c3); list_runs shows the recent ones")
+    return run_id
+
+
+class Redactor:
+    """Replaces known secrets and key-shaped strings with `***`."""
+
+    def __init__(self, known: list[str] | None = None) -> None:
+        self.known = sorted({k for k in (known or []) if k and len(k) >= 6}, key=len,
+                            reverse=True)
+
+    def text(self, s: str) -> str:
+        for k in self.known:
+            s = s.replace(k, "***")
+        return KEY_SHAPES.sub("***", s)
+
+    def json(self, obj: Any) -> str:
+        return self.text(json.dumps(obj, ensure_ascii=False, default=str))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of a process (to tell a live owner from a reused pid)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+@functools.cache
+def _owner() -> dict[str, Any]:
+    return {"pid": os.getpid(), "pid_start": _process_start(os.getpid())}
+
+
+def _owner_alive(owner: dict[str, Any]) -> bool:
+    pid = owner.get("pid")
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    start = owner.get("pid_start")
+    return start is None or _process_start(pid) == start
+
+
+class RunRecord:
+    """The files of one run. Use `event()` as the orchestrator's event sink."""
+
+    def __init__(self, state: Path, run_id: str, redactor: Redactor, meta: dict[str, Any]):
+        self.run_id = run_id
+        self.dir = runs_dir(state) / run_id
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.redact = redactor
+        self._seq = 0
+        self._events = (self.dir / "events.jsonl").open("a", encoding="utf-8")
+        write_atomic(self.dir / "meta.json", redactor.json({**meta, "run_id": run_id}))
+
+    def event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        self._seq += 1
+        line = {"seq": self._seq, "ts": round(time.time(), 3), "kind": kind, **data}
+        if not self._events.closed:
+            self._events.write(self.redact.json(line) + "\n")
+            self._events.flush()
+        return line
+
+    def status(self, result: RunResult) -> None:
+        body = {**result.model_dump(mode="json"), "owner": _owner()}
+        write_atomic(self.dir / "status.json", self.redact.json(body))
+
+    def finish(self, result: RunResult) -> None:
+        text = self.redact.json(result.model_dump(mode="json"))
+        write_atomic(self.dir / "result.json", text)
+        write_atomic(self.dir / "status.json", text)
+        self._events.close()
+
+
+class RunStore:
+    """Finished and interrupted runs, read back from the state directory."""
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+
+    @property
+    def root(self) -> Path:
+        return runs_dir(self.state)
+
+    def load(self, run_id: str) -> RunResult:
+        d = self.root / check_run_id(run_id)
+        for name in ("result.json", "status.json"):
+            try:
+                data = json.loads((d / name).read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as e:
+                raise RunNotFoundError(f"run {run_id}: {name} is unreadable ({e})") from None
+            owner = data.pop("owner", None)
+            result = RunResult.model_validate(data)
+            if result.status == "running" and not _owner_alive(owner or {}):
+                result.status = "interrupted"
+                result.error = ("the server process running this run stopped before it "
+                                "finished; this is the state it had reached")
+            return result
+        raise RunNotFoundError(f"no run '{run_id}' in {self.root}; list_runs shows the recent "
+                               "ones")
+
+    def ids(self, limit: int | None = None) -> list[str]:
+        """Run ids, newest first."""
+        if not self.root.is_dir():
+            return []
+        def created(p: Path) -> tuple[str, int]:
+            # ids carry whole seconds; within a second, meta.json's write time orders them
+            try:
+                return p.name[:20], (p / "meta.json").stat().st_mtime_ns
+            except OSError:
+                return p.name[:20], 0
+
+        dirs = sorted((p for p in self.root.iterdir() if _RUN_ID.match(p.name)), key=created,
+                      reverse=True)
+        ids = [p.name for p in dirs]
+        return ids[:limit] if limit else ids
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        path = self.root / check_run_id(run_id) / "events.jsonl"
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise RunNotFoundError(f"no run '{run_id}' in {self.root}") from None
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # a line cut short by a crash
+        return out

@@ -1,0 +1,38 @@
+"""The MCP server: tools, resources, prompts and transports.
+
+    host.py        what tool bodies share: team choice, progress, background runs, errors
+    tools.py       run tools, run resources, prompts
+    mode_tools.py  plan and checkpoint tools
+    transports.py  stdio, streamable HTTP, SSE; bearer token, Host/Origin checks, signals
+"""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+
+from massgen_mcp import __version__
+from massgen_mcp.app import App
+from massgen_mcp.server.host import ToolHost
+from massgen_mcp.server.mode_tools import register_mode_tools
+from massgen_mcp.server.tools import register_prompts, register_resources, register_run_tools
+
+INSTRUCTIONS = (
+    "massgen-mcp asks a team of models (different providers) instead of one: each agent "
+    "answers, sees the others' anonymized answers, improves or votes, and the most-voted "
+    "answer is returned with the votes and reasons. Use run_consensus for hard questions, "
+    "decisions and reviews; plan for a validated task plan; checkpoint_init + checkpoint "
+    "before risky actions. Runs take minutes: pass wait=false and poll get_run if your "
+    "tool-call timeout is short.")
+
+
+def build_server(app: App) -> tuple[MCPServer, ToolHost]:
+    """The MCPServer with every tool, resource and prompt registered."""
+    mcp = MCPServer(name="massgen-mcp", title="MassGen MCP — ask a team of models",
+                    version=__version__, instructions=INSTRUCTIONS,
+                    website_url="https://github.com/massgen-mcp/massgen-mcp")
+    host = ToolHost(app)
+    register_run_tools(mcp, host)
+    register_mode_tools(mcp, host)
+    register_resources(mcp, app)
+    register_prompts(mcp)
+    return mcp, host

@@ -1,0 +1,193 @@
+"""The run tools (run_consensus, get_run, list_runs, cancel_run, list_backends), the run
+resources and the prompts.
+
+Tool bodies are thin: they turn arguments into an `App` call and hand the prepared run to
+the `ToolHost`, which streams progress. Long runs can be started with `wait=false` and
+followed with `get_run`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from massgen_mcp.app import App
+from massgen_mcp.config.availability import BackendsReport, backends_report
+from massgen_mcp.coordination.result import RunResult
+from massgen_mcp.errors import MassgenError
+from massgen_mcp.server.host import ToolHost, tool_errors
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    status: str
+    task: str
+    winner: str | None = None
+    votes: str = Field(default="", description="e.g. '2/3' for the winner")
+    elapsed_seconds: float = 0.0
+    started_at: str = ""
+    team: str = ""
+
+
+class RunList(BaseModel):
+    runs: list[RunSummary]
+
+
+class CancelResult(BaseModel):
+    run_id: str
+    cancelled: bool
+    status: str
+    message: str
+
+
+def _summary(r: RunResult) -> RunSummary:
+    total = sum(r.tally.values())
+    return RunSummary(
+        run_id=r.run_id, status=r.status, task=r.task[:160],
+        winner=r.winner.agent_id if r.winner else None,
+        votes=f"{r.winner.votes}/{total}" if r.winner else "",
+        elapsed_seconds=r.elapsed_seconds, started_at=r.started_at, team=r.team)
+
+
+def _tool_result(result: RunResult) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=result.summary_text())],
+                          structured_content=result.model_dump(mode="json"))
+
+
+def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
+    """run_consensus, get_run, list_runs, cancel_run and list_backends."""
+    app = host.app
+
+    @mcp.tool(title="Run a consensus")
+    @tool_errors
+    async def run_consensus(
+        task: Annotated[str, Field(description="The question, decision or task for the team. "
+                                               "Be specific: what to decide, constraints, "
+                                               "what a good answer contains.")],
+        ctx: Context,
+        context: Annotated[str | None, Field(description="Background text the agents need "
+                                                         "(code, logs, prior decisions).")] = None,
+        files: Annotated[list[str] | None, Field(description="Text files to give the agents, "
+                                                             "relative to the server's working "
+                                                             "directory.")] = None,
+        models: Annotated[str | None, Field(description="Comma-separated provider/model list, "
+                                                        "e.g. 'openai/gpt-5,anthropic/claude-"
+                                                        "sonnet-4-5'; 'sampling' uses your own "
+                                                        "model.")] = None,
+        team: Annotated[str | None, Field(description="A bundled team name or a path to a "
+                                                      "team YAML file.")] = None,
+        max_answers_per_agent: Annotated[int | None, Field(ge=1, le=20, description=(
+            "Answers an agent may submit before it may only vote."))] = None,
+        timeout_s: Annotated[float | None, Field(gt=0, le=86400, description=(
+            "Whole-run time limit; on timeout the best answer so far is returned."))] = None,
+        wait: Annotated[bool, Field(description="false: return the run id at once and follow "
+                                                "it with get_run (for short client "
+                                                "timeouts).")] = True,
+    ) -> Annotated[CallToolResult, RunResult]:
+        """Ask a team of models: each agent answers in parallel, sees the others' anonymized
+        answers, improves its own or votes; the most-voted answer wins and its author presents
+        the final answer. Returns the final answer with the winner, the votes and their
+        reasons, every agent's answer, usage and the run id. Sends progress notifications
+        while it runs."""
+        # Arguments first: a bad path is reported as such, before any team is chosen.
+        full_context = app.context_for(context, files)
+        chosen = await host.team_for(ctx, models=models, team=team, timeout_s=timeout_s,
+                                     max_answers_per_agent=max_answers_per_agent)
+        prepared = app.consensus(chosen, task, context=full_context,
+                                 backend_context={"session": ctx.session})
+        return _tool_result(await host.run(prepared, ctx, wait))
+
+    @mcp.tool(title="Get a run")
+    @tool_errors
+    async def get_run(
+        run_id: Annotated[str, Field(description="The run id returned by run_consensus.")],
+    ) -> RunResult:
+        """The status of a run (running, completed, timeout, failed, cancelled, interrupted)
+        and, when it is over, its full result. Use it to follow a run started with
+        wait=false."""
+        return app.engine.get(run_id)
+
+    @mcp.tool(title="List runs")
+    @tool_errors
+    async def list_runs(
+        limit: Annotated[int, Field(ge=1, le=200, description="How many runs.")] = 20,
+    ) -> RunList:
+        """Recent runs, newest first, with their status and winner."""
+        return RunList(runs=[_summary(r) for r in app.engine.list(limit)])
+
+    @mcp.tool(title="Cancel a run")
+    @tool_errors
+    async def cancel_run(
+        run_id: Annotated[str, Field(description="The run to stop.")],
+    ) -> CancelResult:
+        """Stop a running run. In-flight model calls are cancelled; the run is recorded as
+        cancelled with the best answer so far."""
+        stopped = app.engine.cancel(run_id)
+        status = app.engine.get(run_id).status
+        message = ("cancelled" if stopped else
+                   f"not running in this server (status: {status}); nothing to cancel")
+        return CancelResult(run_id=run_id, cancelled=stopped, status=status, message=message)
+
+    @mcp.tool(title="List backends")
+    @tool_errors
+    async def list_backends(ctx: Context) -> BackendsReport:
+        """Which providers are usable right now (key present, or local server answering),
+        which team a call without models/team would use, and what to do for the others.
+        Never shows a key."""
+        return await backends_report(app.env, app.default_team,
+                                     sampling_available=host.can_sample(ctx))
+
+
+def register_resources(mcp: MCPServer, app: App) -> None:
+    """Runs as resources: the index, one run, its events."""
+    @mcp.resource("massgen://runs", name="runs", mime_type="application/json",
+                  description="The 50 most recent runs with status and winner.")
+    def runs_index() -> str:
+        return RunList(runs=[_summary(r) for r in app.engine.list(50)]).model_dump_json(
+            indent=1)
+
+    @mcp.resource("massgen://runs/{run_id}", name="run", mime_type="application/json",
+                  description="A run's status and result (JSON).")
+    def run_resource(run_id: str) -> str:
+        try:
+            return app.engine.get(run_id).model_dump_json(indent=1)
+        except MassgenError as e:
+            raise ResourceNotFoundError(str(e)) from None
+
+    @mcp.resource("massgen://runs/{run_id}/events", name="run-events",
+                  mime_type="application/x-ndjson",
+                  description="A run's coordination events, one JSON object per line.")
+    def run_events(run_id: str) -> str:
+        try:
+            return "\n".join(json.dumps(e) for e in app.engine.store.events(run_id))
+        except MassgenError as e:
+            raise ResourceNotFoundError(str(e)) from None
+
+
+def register_prompts(mcp: MCPServer) -> None:
+    """The common uses as prompts (slash commands in clients)."""
+    @mcp.prompt(title="Ask the team")
+    def consensus(question: str) -> str:
+        """Ask a team of models a hard question and get the answer they converge on."""
+        return (f"Use the massgen run_consensus tool to ask a team of models:\n\n{question}\n\n"
+                "Then report the final answer, who won with how many votes, and any dissent "
+                "worth knowing from the votes' reasons.")
+
+    @mcp.prompt(title="Team review")
+    def review(target: str, focus: str = "correctness, security and maintainability") -> str:
+        """Have a team of models review code, a design or a document."""
+        return (f"Use the massgen run_consensus tool to get a team review of {target}. Give the "
+                f"team the relevant files with the `files` argument. Focus: {focus}. Ask for "
+                "concrete findings ranked by severity, each with a suggested fix. Report the "
+                "team's final review and where reviewers disagreed.")
+
+    @mcp.prompt(name="plan", title="Team plan")
+    def plan_prompt(goal: str) -> str:
+        """Have a team of models agree on a validated task plan for a goal."""
+        return (f"Use the massgen plan tool to get a team-agreed task plan for: {goal}\n\n"
+                "Then summarize the plan's chunks and first tasks, and follow it.")

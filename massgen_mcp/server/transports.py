@@ -1,0 +1,182 @@
+"""Transports: stdio, streamable HTTP and SSE; bearer-token auth; Host/Origin checks; signals.
+
+`serve()` is what `massgen-mcp` runs. It builds the server, owns the process-wide task group
+for background runs, and makes SIGTERM/SIGINT close every live run as `interrupted` (and stop
+every agent tool server) before the process exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hmac
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+from massgen_mcp import __version__
+from massgen_mcp.app import App
+from massgen_mcp.errors import MassgenError
+from massgen_mcp.paths import state_dir
+from massgen_mcp.server import build_server
+from massgen_mcp.urls import is_loopback_host
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            header = dict(scope.get("headers") or []).get(b"authorization", b"")
+            scheme, _, given = header.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
+                body = json.dumps({"error": "unauthorized", "error_description":
+                                   "send 'Authorization: Bearer <token>' (the server's "
+                                   "--token / MASSGEN_MCP_TOKEN)"}).encode()
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="massgen-mcp"'),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(mcp: MCPServer, transport: str, host: str, token: str | None,
+             allowed_hosts: list[str] | None = None) -> Any:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = None
+    if not is_loopback_host(host):
+        # Host/Origin checks stay on when exposed: the bind address, this machine's names,
+        # loopback and whatever the operator names with --allowed-host.
+        import socket
+
+        names = {host, socket.gethostname(), socket.getfqdn(), "127.0.0.1", "localhost",
+                 *(allowed_hosts or [])}
+        names.discard("0.0.0.0")
+        names.discard("::")
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[f"{n}:*" for n in names] + sorted(names),
+            allowed_origins=[f"http://{n}:*" for n in names] + [f"https://{n}:*" for n in names])
+    if transport == "sse":
+        app = mcp.sse_app(transport_security=security, host=host)
+    else:
+        app = mcp.streamable_http_app(transport_security=security, host=host)
+    return BearerAuth(app, token) if token else app
+
+
+def serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(args.log_level).upper(),
+                                                         logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    token = args.token or os.environ.get("MASSGEN_MCP_TOKEN") or None
+    if args.transport != "stdio" and not is_loopback_host(args.host) and not token:
+        print(f"massgen-mcp: refusing to listen on {args.host} without a token: anyone who can "
+              "reach this port could spend your API keys. Set --token or MASSGEN_MCP_TOKEN "
+              "(clients send 'Authorization: Bearer <token>'), or bind 127.0.0.1.",
+              file=sys.stderr)
+        return 2
+    app = App(state_dir(args.state_dir), default_team=args.team,
+                      checkpoint_team=args.checkpoint_team)
+    for name in filter(None, (args.team, args.checkpoint_team)):
+        try:
+            from massgen_mcp.config.load import load_team
+
+            load_team(name, app.env)
+        except MassgenError as e:
+            print(f"massgen-mcp: warning: team '{name}' is not usable yet: {e}", file=sys.stderr)
+    mcp, host = build_server(app)
+
+    async def main() -> None:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(_on_signals, app, stop, args.transport == "stdio")
+            async with anyio.create_task_group() as work:
+                host.background = work
+                work.start_soon(_cancel_when, stop, work.cancel_scope)
+                try:
+                    if args.transport == "stdio":
+                        await mcp.run_stdio_async()
+                    else:
+                        await _serve_http(mcp, args, token, stop)
+                finally:
+                    app.engine.shutting_down = True  # live runs become "interrupted"
+                    work.cancel_scope.cancel()
+            outer.cancel_scope.cancel()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(main)
+    # Every run record is closed by now. Skip the interpreter's teardown (seconds of garbage
+    # collection after the provider SDKs were loaded): clients wait for us to exit.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(0)
+
+
+async def _on_signals(app: App, stop: anyio.Event, stdio: bool) -> None:
+    """SIGTERM/SIGINT: stop serving and cancel live runs, so every run record is closed
+    (as `interrupted`) and every agent tool server is shut down before we exit."""
+    import signal
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            app.engine.shutting_down = True
+            stop.set()
+            break
+    if stdio:
+        # The stdio transport reads stdin in a worker thread that cancellation cannot stop:
+        # once the live runs have closed their records, leave without waiting for it.
+        with anyio.move_on_after(15):
+            for live in list(app.engine.live.values()):
+                await live.done.wait()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | None,
+                      stop: anyio.Event) -> None:
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        def capture_signals(self) -> Any:  # we handle signals ourselves (see _on_signals)
+            return contextlib.nullcontext()
+
+    asgi = http_app(mcp, args.transport, args.host, token, args.allowed_host)
+    config = uvicorn.Config(asgi, host=args.host, port=args.port, log_level="warning",
+                            lifespan="on", timeout_graceful_shutdown=3)
+    server = _Server(config)
+
+    async def exit_on_stop() -> None:
+        await stop.wait()
+        server.should_exit = True
+    url = f"http://{args.host}:{args.port}{'/sse' if args.transport == 'sse' else '/mcp'}"
+
+    async def announce() -> None:
+        while not server.started:
+            await anyio.sleep(0.02)
+        # Printed once the socket accepts connections: scripts and tests wait for this line.
+        print(f"massgen-mcp {__version__}: listening on {url} ({args.transport}"
+              f"{', token required' if token else ''})", file=sys.stderr, flush=True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(announce)
+        tg.start_soon(exit_on_stop)
+        await server.serve()
+        tg.cancel_scope.cancel()

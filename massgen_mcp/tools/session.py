@@ -1,0 +1,549 @@
+"""The agents' own MCP tool servers: one client session per (agent, server) for a whole run.
+
+``open_toolboxes`` starts every server of every agent at once, each with a start-up
+deadline, and yields one ``AgentToolbox`` per agent. A toolbox offers its tools to the model
+as ``mcp__<server>__<tool>`` and answers calls with ``(text, is_error)``; it never raises
+for a failing tool, a timeout or a dead server, so an agent's turn always gets a tool result.
+A server that fails to start or dies is dropped for that agent with an event and a note; the
+run goes on.
+
+Each session lives in one task of its own (open, signal ready, wait for close), so the SDK's
+cancel scopes are entered and left by the same task whatever the caller does; leaving the
+``open_toolboxes`` block for any reason closes every session, and the SDK then stops each
+stdio server (close stdin, wait, SIGTERM/SIGKILL to its process group, every wait bounded).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from massgen_mcp.messages import ToolCall, ToolSpec
+
+if TYPE_CHECKING:  # the MCP SDK is imported on first use: runs without tools never pay for it
+    import mcp_types as types
+    from mcp import ClientSession
+
+    from massgen_mcp.config.team import BackendConfig, MCPServerConfig
+
+log = logging.getLogger(__name__)
+
+PREFIX = "mcp__"
+MAX_RESULT_CHARS = 20_000
+MAX_NAME_LENGTH = 64  # the tightest provider limit on function names (OpenAI, Anthropic)
+_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+# Whatever else the SDK adds (HOME, LOGNAME, PATH, SHELL, TERM, USER), these pass through.
+_PASSTHROUGH_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "SYSTEMROOT", "TEMP", "TMP")
+_CALL_GRACE = 5.0  # on top of the per-call timeout, for a transport that cannot even send
+# Bound on a graceful close; stdio process shutdown is shielded inside the SDK and bounded there.
+_CLOSE_TIMEOUT = 5.0
+
+EventFn = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentToolConfig:
+    """One agent's tool servers and its backend-level tool filters."""
+
+    servers: tuple[MCPServerConfig, ...] = ()
+    allowed_tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_backend(cls, backend: BackendConfig) -> AgentToolConfig:
+        return cls(
+            servers=tuple(backend.servers()),
+            allowed_tools=_opt_tuple(backend.allowed_tools),
+            exclude_tools=_opt_tuple(backend.exclude_tools),
+        )
+
+
+def _opt_tuple(items: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if items is None else tuple(items)
+
+
+def tool_name(server: str, tool: str) -> str:
+    """The name the model sees: ``mcp__<server>__<tool>``, made safe for every provider."""
+    name = _BAD_NAME_CHARS.sub("_", f"{PREFIX}{server}__{tool}")
+    if len(name) > MAX_NAME_LENGTH:
+        digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+        name = f"{name[: MAX_NAME_LENGTH - 9]}_{digest}"
+    return name
+
+
+def server_environment(
+    config_env: Mapping[str, str], base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A stdio server's environment: PATH, HOME, locale and temp dirs, plus its config ``env``.
+
+    Nothing else from ``base`` (``os.environ`` by default) passes, so provider keys reach a
+    server only when its config names them.
+    """
+    base = os.environ if base is None else base
+    env = {
+        k: v for k, v in base.items()
+        if (k in _PASSTHROUGH_ENV or k.startswith("LC_")) and not v.startswith("()")
+    }
+    env.update(config_env)
+    return env
+
+
+def render_result(result: types.CallToolResult, limit: int = MAX_RESULT_CHARS) -> str:
+    """A tool result as text: text blocks joined, other content described, size bounded."""
+    import mcp_types as types
+
+    parts: list[str] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        elif isinstance(block, types.ImageContent | types.AudioContent):
+            kind = "image" if isinstance(block, types.ImageContent) else "audio"
+            parts.append(f"[{kind}: {block.mime_type}, {len(block.data) * 3 // 4} bytes]")
+        elif isinstance(block, types.EmbeddedResource):
+            res = block.resource
+            if isinstance(res, types.TextResourceContents):
+                parts.append(f"[resource {res.uri}]\n{res.text}")
+            else:
+                parts.append(f"[resource {res.uri}: {res.mime_type or 'binary'}, "
+                             f"{len(res.blob) * 3 // 4} bytes]")
+        elif isinstance(block, types.ResourceLink):
+            parts.append(f"[resource link {block.uri}: {block.name}]")
+        else:
+            parts.append(f"[{getattr(block, 'type', 'unknown')} content]")
+    has_text = any(isinstance(b, types.TextContent) for b in result.content)
+    if result.structured_content is not None and not has_text:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
+    text = "\n".join(parts)
+    if len(text) > limit:
+        text = f"{text[:limit]}\n[truncated: showing {limit} of {len(text)} characters]"
+    return text
+
+
+class _Server:
+    """One MCP session of one agent, owned by the single task that runs ``run()``."""
+
+    def __init__(self, agent_id: str, config: MCPServerConfig, *, run_dir: Path,
+                 startup_timeout: float, call_timeout: float,
+                 base_env: Mapping[str, str] | None) -> None:
+        self.agent_id = agent_id
+        self.config = config
+        self.name = config.name
+        self.state = "starting"  # -> ready -> closing | dead; starting -> failed
+        self.reason = ""
+        self.tools: list[types.Tool] = []
+        self.startup_seconds: float | None = None
+        self.on_lost: Callable[[_Server], None] = lambda _s: None
+        self._session: ClientSession | None = None
+        self._run_dir = run_dir
+        self._startup_timeout = startup_timeout
+        self._call_timeout = call_timeout
+        self._base_env = base_env
+        self._settled = anyio.Event()  # started or failed
+        self._closing = anyio.Event()
+        self._scope = anyio.CancelScope()
+        self.stderr_path: Path | None = None
+
+    async def run(self) -> None:
+        from mcp import ClientSession
+
+        t0 = time.monotonic()
+        with self._scope:
+            try:
+                async with AsyncExitStack() as stack:
+                    read, write = await self._open(stack)
+                    session = await stack.enter_async_context(ClientSession(read, write))
+                    await session.initialize()
+                    self.tools = await _list_tools(session)
+                    self._session = session
+                    self.startup_seconds = time.monotonic() - t0
+                    self.state = "ready"
+                    self._settled.set()
+                    await self._closing.wait()
+                    self._scope.deadline = anyio.current_time() + _CLOSE_TIMEOUT
+            except Exception as exc:  # any failure only drops this server
+                if self.state == "starting":
+                    self._fail(self._startup_failure(exc))
+                elif self.state == "ready":
+                    self.lost(_describe(exc))
+                else:
+                    log.debug("MCP server %s/%s closed with %r", self.agent_id, self.name, exc)
+        self._settled.set()
+
+    def _startup_failure(self, exc: BaseException) -> str:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
+            what = "exited during start-up" if self.stderr_path else "closed the connection"
+            return what + self._stderr_tail()
+        return _describe(exc) + self._stderr_tail()
+
+    async def _open(self, stack: AsyncExitStack) -> Any:
+        if self.config.type == "streamable-http":
+            return await self._open_http(stack)
+        return await self._open_stdio(stack)
+
+    async def _open_stdio(self, stack: AsyncExitStack) -> Any:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        tools_dir = self._run_dir / "tools"
+        tools_dir.mkdir(parents=True, exist_ok=True)
+        self.stderr_path = tools_dir / f"{_safe(self.agent_id)}-{self.name}.stderr.log"
+        errlog = stack.enter_context(self.stderr_path.open("a", encoding="utf-8"))
+        params = StdioServerParameters(
+            command=self.config.command or "",
+            args=self.config.args,
+            env=server_environment(self.config.env, self._base_env),
+            cwd=self.config.cwd,
+        )
+        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        # Relay the server's messages so its exit is seen at once, not at the next call.
+        relay_tx, relay_rx = anyio.create_memory_object_stream[Any](0)
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)  # runs before the group exits: stop the relay
+        tg.start_soon(self._relay, read, relay_tx)
+        return relay_rx, write
+
+    async def _open_http(self, stack: AsyncExitStack) -> Any:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        client = await stack.enter_async_context(httpx2.AsyncClient(
+            headers=self.config.headers or None, timeout=httpx2.Timeout(30.0, read=300.0)))
+        return await stack.enter_async_context(
+            streamable_http_client(self.config.url or "", http_client=client))
+
+    async def _relay(self, source: Any, sink: Any) -> None:
+        try:
+            async with sink:
+                async for item in source:
+                    await sink.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return
+        if self.state == "ready":
+            self.lost("its process exited" + self._stderr_tail())
+
+    async def wait_settled(self, deadline: float) -> None:
+        """Wait until started or failed; past ``deadline``, give up on it (it is dropped)."""
+        with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+            await self._settled.wait()
+        if self.state == "starting":
+            self._fail(f"did not start within {self._startup_timeout:g}s{self._stderr_tail()}")
+            self._scope.cancel()
+
+    async def call(self, tool: str, exposed: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        session = self._session
+        if self.state != "ready" or session is None:
+            return self._unavailable(exposed), True
+        try:
+            with anyio.fail_after(self._call_timeout + _CALL_GRACE):
+                result = await session.call_tool(
+                    tool, arguments, read_timeout_seconds=self._call_timeout)
+        except TimeoutError:
+            return self._timed_out(exposed), True
+        except MCPError as e:
+            if e.code == REQUEST_TIMEOUT:
+                return self._timed_out(exposed), True
+            if e.code == CONNECTION_CLOSED:
+                self.lost(f"the connection was lost during a call to {tool}{self._stderr_tail()}")
+                return self._unavailable(exposed), True
+            return f"{exposed} failed: MCP error {e.code}: {e.message}", True
+        return render_result(result), bool(result.is_error)
+
+    def close(self) -> None:
+        """Ask the session task to wind down (graceful when started, cancelled if starting)."""
+        if self.state == "ready":
+            self.state = "closing"
+            self._closing.set()
+        elif self.state == "starting":
+            self.state, self.reason = "failed", "the run ended before it started"
+            self._scope.cancel()
+
+    def lost(self, reason: str) -> None:
+        """Mark a started server dead (once) and let its task tear the session down."""
+        if self.state != "ready":
+            return
+        self.state, self.reason = "dead", reason
+        self._closing.set()
+        self.on_lost(self)
+
+    def _fail(self, reason: str) -> None:
+        if self.state == "starting":
+            self.state, self.reason = "failed", reason
+            self._settled.set()
+
+    def _timed_out(self, exposed: str) -> str:
+        return (f"{exposed} timed out after {self._call_timeout:g}s: the MCP server "
+                f"'{self.name}' did not answer in time and the call was cancelled")
+
+    def _unavailable(self, exposed: str) -> str:
+        what = "stopped" if self.state == "dead" else "is not available"
+        return (f"{exposed} is unavailable: MCP server '{self.name}' {what} "
+                f"({self.reason or self.state}); its tools were removed for this run")
+
+    def _stderr_tail(self) -> str:
+        if self.stderr_path is None:
+            return ""
+        try:
+            with self.stderr_path.open("rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 2048))
+                lines = f.read().decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            return ""
+        if not lines:
+            return ""
+        line = lines[-1][-300:]
+        for secret in self.config.env.values():  # a server may echo its own token
+            if len(secret) >= 8:
+                line = line.replace(secret, "***")
+        return f"; last stderr line: {line}"
+
+
+class AgentToolbox:
+    """One agent's MCP client sessions for a whole run.
+
+    ``tools`` lists what the model may call now (servers that died are removed); ``notes``
+    explains, in words for the run's result, what was dropped or filtered and why.
+    """
+
+    def __init__(self, agent_id: str, config: AgentToolConfig, servers: list[_Server],
+                 emit: EventFn) -> None:
+        self.agent_id = agent_id
+        self.tools: list[ToolSpec] = []
+        self.notes: list[str] = []
+        self._config = config
+        self._servers = servers
+        self._emit = emit
+        self._routes: dict[str, tuple[_Server, str]] = {}
+        for server in servers:
+            server.on_lost = self._on_lost
+
+    @property
+    def server_states(self) -> dict[str, str]:
+        """Each server's state: ready, failed, dead or closing."""
+        return {s.name: s.state for s in self._servers}
+
+    def owns(self, tool_name: str) -> bool:
+        """Whether a call by this name is an MCP tool call this toolbox should answer."""
+        return tool_name in self._routes or tool_name.startswith(PREFIX)
+
+    async def call(self, call: ToolCall) -> tuple[str, bool]:
+        """Run one tool call; returns ``(text, is_error)`` and never raises (bar cancellation).
+
+        Safe to run concurrently: the MCP session matches answers to requests by id.
+        """
+        route = self._routes.get(call.name)
+        if route is None:
+            names = ", ".join(t.name for t in self.tools[:30]) or "none"
+            more = f" and {len(self.tools) - 30} more" if len(self.tools) > 30 else ""
+            return f"unknown tool {call.name}; the MCP tools available are: {names}{more}", True
+        server, tool = route
+        if call.arguments_error:
+            return f"{call.name} was not called: invalid arguments: {call.arguments_error}", True
+        try:
+            return await server.call(tool, call.name, dict(call.arguments))
+        except Exception as exc:  # the model gets a result, we get a log line
+            log.warning("MCP tool %s of agent %s failed: %r", call.name, self.agent_id, exc)
+            return f"{call.name} failed: {_describe(exc)}", True
+
+    def _build(self) -> None:
+        for server in self._servers:
+            if server.state == "failed":
+                self._note_failed(server)
+        ready = [s for s in self._servers if s.state == "ready"]
+        used: set[str] = set()
+        for server in ready:
+            hidden = 0
+            for tool in server.tools:
+                if not self._allowed(server.name, tool.name):
+                    hidden += 1
+                    continue
+                name = tool_name(server.name, tool.name)
+                n = 2
+                while name in self._routes:  # two raw names that sanitize alike
+                    name = tool_name(server.name, f"{tool.name}_{n}")
+                    n += 1
+                self._routes[name] = (server, tool.name)
+                self.tools.append(_spec(name, tool))
+            for tool in server.tools:
+                used |= self._keys(server.name, tool.name)
+            if hidden:
+                self.notes.append(f"MCP server '{server.name}': {hidden} of {len(server.tools)} "
+                                  "tools hidden by allowed_tools/exclude_tools")
+        if len(ready) == len(self._servers):  # a failed server's names cannot be checked
+            lists: list[Sequence[str] | None] = [self._config.allowed_tools,
+                                                 self._config.exclude_tools]
+            for server in self._servers:
+                lists += [server.config.allowed_tools, server.config.exclude_tools]
+            for entry in dict.fromkeys(e for entries in lists for e in entries or ()):
+                if entry not in used:
+                    self.notes.append(f"tool filter entry '{entry}' matches no tool")
+
+    def _allowed(self, server: str, tool: str) -> bool:
+        keys = self._keys(server, tool)
+        cfg = self._servers_by_name(server).config
+        for allowed in (self._config.allowed_tools, cfg.allowed_tools):
+            if allowed is not None and not keys & set(allowed):
+                return False
+        for excluded in (self._config.exclude_tools, cfg.exclude_tools):
+            if excluded and keys & set(excluded):
+                return False
+        return True
+
+    @staticmethod
+    def _keys(server: str, tool: str) -> set[str]:
+        return {tool, f"{PREFIX}{server}__{tool}", tool_name(server, tool)}
+
+    def _servers_by_name(self, name: str) -> _Server:
+        return next(s for s in self._servers if s.name == name)
+
+    def _note_failed(self, server: _Server) -> None:
+        self.notes.append(f"MCP server '{server.name}' failed to start: {server.reason}; "
+                          "its tools are not available")
+        self._emit("tool_server_failed", {"agent": self.agent_id, "server": server.name,
+                                          "reason": server.reason})
+
+    def _on_lost(self, server: _Server) -> None:
+        gone = [name for name, (s, _) in self._routes.items() if s is server]
+        self.tools = [t for t in self.tools if t.name not in gone]
+        self.notes.append(f"MCP server '{server.name}' stopped during the run: {server.reason}; "
+                          f"its {len(gone)} tools were removed")
+        self._emit("tool_server_died", {"agent": self.agent_id, "server": server.name,
+                                        "reason": server.reason, "tools_removed": gone})
+
+
+@asynccontextmanager
+async def open_toolboxes(
+    agents: Mapping[str, BackendConfig | AgentToolConfig | Sequence[MCPServerConfig]],
+    *,
+    run_dir: Path,
+    startup_timeout: float,
+    call_timeout: float,
+    on_event: EventFn | None = None,
+    base_env: Mapping[str, str] | None = None,
+) -> AsyncIterator[dict[str, AgentToolbox]]:
+    """Start every agent's MCP servers concurrently; yield ``{agent_id: AgentToolbox}``.
+
+    ``agents`` maps an agent id to its ``BackendConfig`` (its ``mcp_servers`` and backend-level
+    ``allowed_tools``/``exclude_tools``), an ``AgentToolConfig``, or just a list of servers.
+    Each (agent, server) gets its own session and process. Enter and leave this block in
+    the same task; on leaving it, for any reason, every session is closed and every stdio
+    server stopped before the block returns (bounded by the SDK's kill escalation, ~6 s).
+    ``base_env`` is where PATH, HOME and locale for stdio servers come from (os.environ).
+    """
+    from massgen_mcp.config.team import BackendConfig
+
+    emit = _safe_emitter(on_event)
+    toolboxes: dict[str, AgentToolbox] = {}
+    servers: list[_Server] = []
+    for agent_id, raw in agents.items():
+        if isinstance(raw, BackendConfig):
+            config = AgentToolConfig.from_backend(raw)
+        elif isinstance(raw, AgentToolConfig):
+            config = raw
+        else:
+            config = AgentToolConfig(servers=tuple(raw))
+        mine = [_Server(agent_id, s, run_dir=run_dir, startup_timeout=startup_timeout,
+                        call_timeout=call_timeout, base_env=base_env) for s in config.servers]
+        servers += mine
+        toolboxes[agent_id] = AgentToolbox(agent_id, config, mine, emit)
+    try:
+        async with anyio.create_task_group() as tg:
+            try:
+                for server in servers:
+                    tg.start_soon(server.run, name=f"mcp:{server.agent_id}/{server.name}")
+                deadline = anyio.current_time() + startup_timeout
+                for server in servers:
+                    await server.wait_settled(deadline)
+                for box in toolboxes.values():
+                    box._build()
+                for server in servers:
+                    if server.state == "ready":
+                        emit("tool_server_started", {
+                            "agent": server.agent_id, "server": server.name,
+                            "tools": len(server.tools),
+                            "seconds": round(server.startup_seconds or 0.0, 3)})
+                yield toolboxes
+            finally:
+                for server in servers:
+                    server.close()
+    except BaseExceptionGroup as group:
+        # Session tasks never raise, so a group holds what the caller's block raised:
+        # hand that back as it was, not wrapped by our task group.
+        if len(group.exceptions) != 1:
+            raise
+        exc = group.exceptions[0]
+        raise exc from exc.__cause__
+
+
+def _spec(name: str, tool: types.Tool) -> ToolSpec:
+    schema = dict(tool.input_schema or {})
+    schema.setdefault("type", "object")
+    if schema["type"] == "object":
+        schema.setdefault("properties", {})
+    return ToolSpec(name=name, description=tool.description or tool.title or "", parameters=schema)
+
+
+async def _list_tools(session: ClientSession) -> list[types.Tool]:
+    import mcp_types as types
+
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    while True:
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+def _describe(exc: BaseException) -> str:
+    """A one-line account of a failure, unwrapping task-group exception groups."""
+    from mcp.shared.exceptions import MCPError
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return f"MCP error {exc.code}: {exc.message}"
+    if isinstance(exc, FileNotFoundError):
+        return f"command not found: {exc.filename or exc}"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text) or "agent"
+
+
+def _safe_emitter(on_event: EventFn | None) -> EventFn:
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        log.info("%s %s", kind, data)
+        if on_event is not None:
+            try:
+                on_event(kind, data)
+            except Exception:  # a broken listener must not break tools
+                log.exception("on_event listener failed for %s", kind)
+    return emit
+
+
+__all__ = [
+    "MAX_RESULT_CHARS", "PREFIX", "AgentToolConfig", "AgentToolbox", "open_toolboxes",
+    "render_result", "server_environment", "tool_name",
+]
