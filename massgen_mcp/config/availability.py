@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.config.choose import resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import bundled_team_names
@@ -41,8 +42,8 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
                       show_hint: bool = False) -> list[ProviderStatus]:
     out = []
     for p in PROVIDERS.values():
-        if p.name in ("chatcompletion", "sampling"):
-            continue
+        if p.name in ("chatcompletion", "sampling") or p.wire in CLI_WIRES:
+            continue  # coding-agent CLIs are reported by cli_statuses()
         if p.local:
             models = local.get(p.name)
             endpoint = env.get(f"{p.name.upper()}_BASE_URL") or p.base_url

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Wire = Literal["openai_chat", "anthropic", "gemini", "sampling"]
+Wire = Literal["openai_chat", "anthropic", "gemini", "sampling", "claude_code", "codex",
+               "gemini_cli"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,13 @@ PROVIDERS: dict[str, Provider] = {
         # backend.api_key, or from a preset whose base URL matches, or OPENAI_API_KEY.
         Provider("chatcompletion", "openai_chat", None, ("OPENAI_API_KEY",)),
         Provider("sampling", "sampling"),
+        # Coding-agent CLIs run headless (backends/cli/); "default" lets the CLI choose.
+        Provider("claude_code", "claude_code", default_model="default",
+                 signup="https://docs.anthropic.com/en/docs/claude-code"),
+        Provider("codex", "codex", default_model="default",
+                 signup="https://github.com/openai/codex"),
+        Provider("gemini_cli", "gemini_cli", default_model="default",
+                 signup="https://github.com/google-gemini/gemini-cli"),
     ]
 }
 
@@ -86,10 +94,7 @@ ALIASES: dict[str, str] = {
 
 # MassGen backend types that this project does not implement (yet).
 UNSUPPORTED: dict[str, str] = {
-    "claude_code": "it drives the Claude Code CLI/SDK; use type: claude with an ANTHROPIC_API_KEY",
-    "codex": "it drives the Codex CLI; use type: openai",
     "copilot": "it drives GitHub Copilot; use an API backend instead",
-    "gemini_cli": "it drives the Gemini CLI; use type: gemini",
     "ag2": "AG2 agents are not supported; use an API backend",
     "response": "the OpenAI Responses API is not implemented; type: openai uses Chat Completions",
 }
