@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_provider import TEST_KEY, Call, Reply, ScriptedProvider, ScriptRequest, Text, ToolCalls
+from scripted_provider import (
+    TEST_KEY,
+    Call,
+    Reply,
+    ScriptedProvider,
+    ScriptRequest,
+    Text,
+    ToolCalls,
+)
 
 BIN = Path(__file__).parent / "js" / "node_modules" / ".bin"
 ACK_REPLY = "Done."

@@ -17,6 +17,7 @@ user changed during the run, and anything outside the context path are skipped (
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import fnmatch
 import logging
@@ -128,10 +129,8 @@ def _copy_tree(src: Path, dst: Path, limit: int = MAX_SEED_BYTES) -> None:
 
 def _read_only(root: Path) -> None:
     for p in sorted(root.rglob("*"), reverse=True):
-        try:
+        with contextlib.suppress(OSError):
             p.chmod(0o555 if p.is_dir() else 0o444)
-        except OSError:
-            pass
     root.chmod(0o555)
 
 

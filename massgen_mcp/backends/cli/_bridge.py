@@ -12,7 +12,7 @@ import json
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +93,7 @@ class CallBridge:
 
 
 async def _serve(listener: anyio.abc.SocketListener,
-                 handle: Callable[[anyio.abc.SocketStream], Awaitable[None]]) -> None:
+                 handle: Callable[[anyio.abc.SocketStream], Coroutine[Any, Any, None]]) -> None:
     async with anyio.create_task_group() as tg:
         while True:
             stream = await listener.accept()

@@ -62,7 +62,8 @@ class CliOptions:
             return tuple(str(x) for x in v or ())
 
         max_turns = extra.get("max_turns")
-        env = extra.get("env") if isinstance(extra.get("env"), dict) else {}
+        raw_env = extra.get("env")
+        env: dict[str, Any] = raw_env if isinstance(raw_env, dict) else {}
         return cls(
             command=text("command"), cwd=text("cwd"), system_prompt=text("system_prompt"),
             append_system_prompt=text("append_system_prompt"),

@@ -103,20 +103,18 @@ class CliProcess:
         return data.decode("utf-8", errors="replace").strip()
 
     async def kill(self) -> None:
-        """Stop the CLI and everything it started; safe to call twice and when cancelled."""
+        """Stop the CLI and everything it started; safe to call twice. Callers shield it."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGTERM)
         if self._proc.returncode is None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._proc.wait()), KILL_GRACE_SECONDS)
-            except (TimeoutError, asyncio.CancelledError):
-                pass
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._proc.wait(), KILL_GRACE_SECONDS)
         # The group may outlive its leader (a shell tool still running): kill it regardless.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
         if self._proc.returncode is None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self._proc.wait()), KILL_GRACE_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._proc.wait(), KILL_GRACE_SECONDS)
 
 
 async def cli_version(executable: str, env: Mapping[str, str], timeout: float = 15.0) -> str:
