@@ -41,9 +41,9 @@ log = logging.getLogger(__name__)
 SERVER_NAME = "massgen"  # the workflow MCP server's name as the CLI sees it
 ACK = ("Received. This turn is over: do not call any other tool and do not change files; "
        "reply with one short sentence and stop.")
-NEW_ROUND = ("New round: the answers changed since your last turn (a new answer arrived, so "
-             "what you were doing was stopped and is not submitted). Here is the current "
-             "state; act on it, not on what you saw before.\n\n")
+NEW_ROUND = ("A new turn: the situation changed since your last one (new answers or votes; "
+             "anything you had not submitted was stopped and is not counted). Here is the "
+             "current state; act on it, not on what you saw before.\n\n")
 WORKFLOW_NOTE = (f"Your coordination tools are `new_answer` and `vote` on the `{SERVER_NAME}` "
                  "MCP server. Work in your current directory (your own workspace); end every "
                  "turn by calling exactly one of them.")
