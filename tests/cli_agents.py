@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -39,12 +40,14 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 
 def _short(name: str) -> str:
-    return name.rsplit("__", 1)[-1]
+    """A workflow tool's own name, without the CLI's MCP prefix (Claude Code and Codex:
+    ``mcp__massgen__vote``; Gemini CLI: ``mcp_massgen_vote``)."""
+    return re.sub(r"^mcp_{1,2}massgen_{1,2}", "", name)
 
 
 def cli_agent(inner: Callable[[ScriptRequest], Reply]) -> Callable[[ScriptRequest], Reply]:
     """Play an API-agent script through a CLI: tools are seen by their short names
-    (``mcp__massgen__vote`` → ``vote``), calls go out by the CLI's names, and the CLI's
+    (``mcp__massgen__vote`` or ``mcp_massgen_vote`` → ``vote``), calls go out by the CLI's names, and the CLI's
     follow-up request after a workflow call gets a short text reply (its turn then ends)."""
 
     def script(req: ScriptRequest) -> Reply:
@@ -87,3 +90,15 @@ def leftover_processes(marker: str) -> list[str]:
 
 def have(name: str) -> bool:
     return (BIN / name).exists() or shutil.which(name) is not None
+
+
+def codex_backend(provider: ScriptedProvider, model: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "codex", "model": model, "base_url": provider.openai_base_url,
+            "api_key": TEST_KEY, "command": cli_path("codex"), "max_retries": 0,
+            "request_timeout_seconds": 60, **fields}
+
+
+def gemini_backend(provider: ScriptedProvider, model: str, **fields: Any) -> dict[str, Any]:
+    return {"type": "gemini_cli", "model": model, "base_url": provider.gemini_base_url,
+            "api_key": TEST_KEY, "command": cli_path("gemini"), "max_retries": 0,
+            "request_timeout_seconds": 90, **fields}
