@@ -47,8 +47,9 @@ def _short(name: str) -> str:
 
 def cli_agent(inner: Callable[[ScriptRequest], Reply]) -> Callable[[ScriptRequest], Reply]:
     """Play an API-agent script through a CLI: tools are seen by their short names
-    (``mcp__massgen__vote`` or ``mcp_massgen_vote`` → ``vote``), calls go out by the CLI's names, and the CLI's
-    follow-up request after a workflow call gets a short text reply (its turn then ends)."""
+    (``mcp__massgen__vote`` or ``mcp_massgen_vote`` → ``vote``), calls go out by the CLI's
+    names, and the CLI's follow-up request after a workflow call gets a short text reply (its
+    turn then ends)."""
 
     def script(req: ScriptRequest) -> Reply:
         if req.messages and req.messages[-1]["role"] == "tool" and any(
