@@ -3,14 +3,28 @@ against the loopback scripted provider (no real model, no network)."""
 
 from __future__ import annotations
 
+import logging
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
+import anyio
+import pytest
 from agents import answer_then_vote, best_label, has_answered, presenting
-from cli_agents import claude_backend, cli_agent, cli_env, leftover_processes
+from cli_agents import (
+    claude_backend,
+    cli_agent,
+    cli_env,
+    cli_path,
+    codex_backend,
+    gemini_backend,
+    leftover_processes,
+)
 from scripted_provider import (
     Call,
+    Error,
+    Hang,
     Reply,
     ScriptedProvider,
     ScriptRequest,
@@ -147,3 +161,137 @@ async def test_losing_coding_agent_never_writes_back(
     assert (proj / "app.py").read_text() == "VALUE = 1\n"
     # The coder did edit its own copy.
     assert "VALUE = 3" in (Path(result.log_dir) / "workspaces" / "a-coder" / "app.py").read_text()
+
+
+async def test_codex_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path) -> None:
+    provider.script("cx", cli_agent(answer_then_vote("Codex answer", best_label)))
+    provider.script("api1", answer_then_vote("API answer one", best_label))
+    provider.script("api2", answer_then_vote("API answer two", best_label))
+    team = _team(provider, [
+        {"id": "a-codex", "backend": codex_backend(provider, "cx")},
+        _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
+        orchestrator_timeout_seconds=120)
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    result = await engine.run(team, "Which queue?")
+    assert result.status == "completed", (result.error, [a.error for a in result.agents])
+    assert {v.voter for v in result.votes} == {"a-codex", "b-api", "c-api"}
+    assert any(a.agent_id == "a-codex" and a.text == "Codex answer" for a in result.answers)
+    first = provider.requests_for("cx")[0]
+    # Codex's own shape: Responses API, MCP tools as a namespace, our key as a bearer token.
+    assert first.path == "/v1/responses" and first.raw["stream"] is True
+    assert any(t.get("type") == "namespace" and t.get("name") == "mcp__massgen"
+               for t in first.raw["tools"])
+    assert first.headers["authorization"] == "Bearer test-key"
+    assert not leftover_processes(str(tmp_path))
+
+
+async def test_gemini_cli_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path) -> None:
+    provider.script("gm", cli_agent(answer_then_vote("Gemini CLI answer", best_label)))
+    provider.script("api1", answer_then_vote("API answer one", best_label))
+    provider.script("api2", answer_then_vote("API answer two", best_label))
+    team = _team(provider, [
+        {"id": "a-gemini", "backend": gemini_backend(provider, "gm")},
+        _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
+        orchestrator_timeout_seconds=240, skip_final_presentation=True)
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    result = await engine.run(team, "Which queue?")
+    assert result.status == "completed", (result.error, [a.error for a in result.agents])
+    assert any(a.agent_id == "a-gemini" and a.text == "Gemini CLI answer"
+               for a in result.answers)
+    first = provider.requests_for("gm")[0]
+    assert first.path == "/v1beta/models/gm:streamGenerateContent"
+    assert "mcp_massgen_new_answer" in first.tool_names
+    assert not leftover_processes(str(tmp_path))
+
+
+async def test_missing_cli_is_one_clear_agent_error(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    provider.script("api1", answer_then_vote("API answer one", best_label))
+    provider.script("api2", answer_then_vote("API answer two", best_label))
+    team = _team(provider, [
+        {"id": "coder", "backend": {**claude_backend(provider, "cc"),
+                                    "command": str(tmp_path / "no-such-claude")}},
+        {"id": "codex", "backend": {"type": "codex"}},  # looked up on an empty PATH
+        _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
+        orchestrator_timeout_seconds=60)
+    engine = Engine(tmp_path / ".massgen", Environment({"PATH": str(tmp_path)}))
+    result = await engine.run(team, "Which queue?")
+    assert result.status == "completed"
+    errors = {a.agent_id: a.error for a in result.agents}
+    assert "Claude Code not found" in str(errors["coder"])
+    assert "backend.command" in str(errors["coder"])
+    assert "npm install -g @openai/codex" in str(errors["codex"])
+    assert errors["b-api"] is None and errors["c-api"] is None
+
+
+async def test_cli_that_fails_is_named_and_the_run_goes_on(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    provider.script("cc", Error(401, "invalid x-api-key"))
+    provider.script("api1", answer_then_vote("API answer one", best_label))
+    provider.script("api2", answer_then_vote("API answer two", best_label))
+    team = _team(provider, [
+        {"id": "coder", "backend": claude_backend(provider, "cc")},
+        _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
+        orchestrator_timeout_seconds=60)
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    result = await engine.run(team, "Which queue?")
+    assert result.status == "completed"
+    coder = next(a for a in result.agents if a.agent_id == "coder")
+    assert coder.status == "failed" and "Claude Code failed" in str(coder.error)
+    assert "api_key" in str(coder.error)  # the fix is named
+    assert "test-key" not in str(coder.error)
+    assert not leftover_processes(str(tmp_path))
+
+
+async def test_codex_refused_connection_is_stopped_by_the_deadline(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    team = team_from_data({"agents": [{"id": "cx", "backend": {
+        "type": "codex", "model": "m", "base_url": f"http://127.0.0.1:{port}/v1",
+        "api_key": "k", "command": cli_path("codex"), "request_timeout_seconds": 4}}]},
+        "t.yaml", Environment({}))
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    result = await engine.run(team, "Q?")
+    assert result.status == "failed"
+    assert "no result within 4s" in str(result.agents[0].error)
+    assert not leftover_processes(str(tmp_path))
+
+
+async def test_cancelled_run_leaves_no_cli_process(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    provider.script("cc", Hang())
+    team = _team(provider, [{"id": "coder", "backend": claude_backend(provider, "cc")}])
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    live = engine.prepare(team, "Q?")
+    results: list[Any] = []
+
+    async def run() -> None:
+        results.append(await engine.execute(live, team, "Q?"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        await provider.wait_for("cc", 1, timeout=60)  # the CLI is mid-request
+        assert leftover_processes(str(tmp_path))  # (the check sees it while it runs)
+        assert engine.cancel(live.run_id)
+    assert results[0].status == "cancelled"
+    assert not leftover_processes(str(tmp_path))
+
+
+def test_claude_code_config_keys_load_and_unknown_ones_warn(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from massgen_mcp.backends.cli._options import CliOptions
+
+    team = team_from_data({"agents": [{"id": "cc", "backend": {
+        "type": "claude_code", "cwd": "ws1", "system_prompt": "S", "append_system_prompt": "A",
+        "allowed_tools": ["Read", "Edit"], "disallowed_tools": ["Bash"],
+        "permission_mode": "acceptEdits", "max_turns": 7, "max_thinking_tokens": 1000,
+        "frobnicate": True}}]}, "t.yaml", Environment({}))
+    spec = team.agents[0]
+    assert spec.provider.name == "claude_code" and spec.model == "default"
+    with caplog.at_level(logging.WARNING):
+        o = CliOptions.from_spec(spec)
+    assert (o.cwd, o.system_prompt, o.append_system_prompt) == ("ws1", "S", "A")
+    assert o.allowed_tools == ("Read", "Edit") and o.disallowed_tools == ("Bash",)
+    assert (o.permission_mode, o.max_turns, o.unknown) == ("acceptEdits", 7, ("frobnicate",))
+    assert "frobnicate" in caplog.text and "max_thinking_tokens" not in caplog.text

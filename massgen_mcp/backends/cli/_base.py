@@ -227,24 +227,27 @@ class CliBackend:
         argv, env = self.command(exe, prompt, system_text, self.mcp_servers(tools_file), resume)
         state = TurnState()
         self.invocations += 1
+        code: int | None = None
+        # Errors are raised after the bridge's task group is closed (else they would arrive
+        # wrapped in an ExceptionGroup).
         async with self._bridge.serving(on_call):
             proc = await CliProcess.start(argv, cwd=self.workspace, env=env,
                                           stderr_path=self.root / "cli.stderr.log")
             self._proc = proc
             try:
-                with anyio.fail_after(self.opts.timeout):
+                with anyio.move_on_after(self.opts.timeout):
                     async for event in proc.events():
                         self.on_event(event, state)
                     code = await proc.wait()
-            except TimeoutError:
-                raise TransientBackendError(
-                    f"{self.display} gave no result within {self.opts.timeout:g}s (stopped): "
-                    "raise backend.request_timeout_seconds, or check that its endpoint answers",
-                    provider=self.provider, model=self.model) from None
             finally:
                 with anyio.CancelScope(shield=True):
                     await proc.kill()
                 self._proc = None
+        if code is None:
+            raise TransientBackendError(
+                f"{self.display} gave no result within {self.opts.timeout:g}s (stopped): "
+                "raise backend.request_timeout_seconds, or check that its endpoint answers",
+                provider=self.provider, model=self.model)
         if code != 0 and not state.error and not state.got_result:
             tail = proc.stderr_tail()
             state.error = f"exited with code {code}" + (f": {tail}" if tail else "")

@@ -68,7 +68,7 @@ class CliOptions:
             command=text("command"), cwd=text("cwd"), system_prompt=text("system_prompt"),
             append_system_prompt=text("append_system_prompt"),
             allowed_tools=names(b.allowed_tools), disallowed_tools=names(
-                extra.get("disallowed_tools")),
+                getattr(b, "disallowed_tools", None) or extra.get("disallowed_tools")),
             permission_mode=text("permission_mode"),
             max_turns=int(max_turns) if isinstance(max_turns, int | str) and str(
                 max_turns).isdigit() else None,
