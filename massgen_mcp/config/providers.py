@@ -1,8 +1,8 @@
 """Provider presets: which wire format, base URL and key variable each backend `type` means.
 
 A *provider* is where requests go (base URL, key); the *wire format* is how they are
-spelled (``openai_chat``, ``anthropic``, ``gemini``, ``sampling``, ``function``). Every OpenAI-compatible
-service is just a preset feeding the OpenAI Chat Completions backend.
+spelled (``openai_chat``, ``anthropic``, ``gemini``, ``sampling``, ``function``). Every
+OpenAI-compatible service is just a preset feeding the OpenAI Chat Completions backend.
 """
 
 from __future__ import annotations
