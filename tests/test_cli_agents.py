@@ -3,9 +3,12 @@ against the loopback scripted provider (no real model, no network)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -295,3 +298,59 @@ def test_claude_code_config_keys_load_and_unknown_ones_warn(
     assert o.allowed_tools == ("Read", "Edit") and o.disallowed_tools == ("Bash",)
     assert (o.permission_mode, o.max_turns, o.unknown) == ("acceptEdits", 7, ("frobnicate",))
     assert "frobnicate" in caplog.text and "max_thinking_tokens" not in caplog.text
+
+
+async def test_availability_reports_installed_clis_and_versions(tmp_path: Path) -> None:
+    from massgen_mcp.config.availability import backends_report
+
+    report = await backends_report(Environment(cli_env(HOME=str(tmp_path))))
+    by_type = {s.type: s for s in report.coding_agents}
+    pinned = json.loads((Path(__file__).parent / "js" / "package.json").read_text())
+    deps = pinned["dependencies"]
+    cli_path("claude")
+    assert by_type["claude_code"].version == deps["@anthropic-ai/claude-code"]
+    assert by_type["codex"].version == deps["@openai/codex"]
+    assert by_type["gemini_cli"].version == deps["@google/gemini-cli"]
+    assert all(s.usable and not s.login_found for s in by_type.values())
+    assert "codex login" in by_type["codex"].fix
+    assert not any(p.provider in by_type for p in report.providers)
+    missing = await backends_report(Environment({"PATH": str(tmp_path),
+                                                 "HOME": str(tmp_path)}))
+    assert all(not s.installed and "npm install -g" in s.fix for s in missing.coding_agents)
+
+
+KILLED_SERVER = """
+import sys, anyio
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from cli_agents import claude_backend, cli_env
+from scripted_provider import ScriptedProvider
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import team_from_data
+from massgen_mcp.runs.engine import Engine
+p = ScriptedProvider()
+p.root = {root!r}
+team = team_from_data({{"agents": [{{"id": "coder", "backend": claude_backend(p, "hang")}}]}},
+                      "t.yaml", Environment({{}}))
+anyio.run(lambda: Engine(Path({state!r}), Environment(cli_env())).run(team, "Q?"))
+"""
+
+
+async def test_killed_server_takes_its_cli_processes_with_it(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    provider.script("hang", Hang())
+    code = KILLED_SERVER.format(tests=str(Path(__file__).parent), root=provider.root,
+                                state=str(tmp_path / "state"))
+    server = await anyio.open_process([sys.executable, "-c", code],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await provider.wait_for("hang", 1, timeout=60)
+        assert leftover_processes(str(tmp_path / "state"))
+        server.kill()  # SIGKILL: no cleanup code runs in the server
+        await server.wait()
+        with anyio.fail_after(10):
+            while leftover_processes(str(tmp_path / "state")):
+                await anyio.sleep(0.05)  # polling the process table (no event to wait on)
+    finally:
+        if server.returncode is None:
+            server.kill()
