@@ -354,3 +354,30 @@ async def test_killed_server_takes_its_cli_processes_with_it(
     finally:
         if server.returncode is None:
             server.kill()
+
+
+async def test_plan_mode_through_claude_code_with_a_rejected_plan_fixed_in_session(
+        provider: ScriptedProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_modes import CYCLIC, GOOD, planner
+
+    from massgen_mcp.app import App
+
+    monkeypatch.setenv("MASSGEN_MCP_KEY_FILE", str(tmp_path / "keys" / "plan.key"))
+    provider.script("cc", cli_agent(planner(CYCLIC)))
+    provider.script("api1", planner(GOOD))
+    provider.script("api2", planner(GOOD))
+    team = _team(provider, [
+        {"id": "a-coder", "backend": claude_backend(provider, "cc")},
+        _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
+        orchestrator_timeout_seconds=120)
+    app = App(tmp_path / ".massgen", env=Environment(cli_env()), cwd=tmp_path)
+    run = app.plan(team, "Add a job queue", depth="shallow")
+    result = await run.start()
+    assert result.status == "completed", (result.error, [a.error for a in result.agents])
+    assert [t["id"] for t in run.outcome.plan["tasks"]] == [t["id"] for t in GOOD["tasks"]]
+    # The cyclic plan was refused and the refusal reached the same Claude Code session.
+    texts = [m["content"] for r in provider.requests_for("cc") for m in r.messages
+             if m["role"] == "user"]
+    assert any("was not accepted" in t and "cycle" in t.lower() for t in texts)
+    coder = next(a for a in result.agents if a.agent_id == "a-coder")
+    assert coder.error is None and coder.answers >= 1
