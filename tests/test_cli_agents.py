@@ -381,3 +381,17 @@ async def test_plan_mode_through_claude_code_with_a_rejected_plan_fixed_in_sessi
     assert any("was not accepted" in t and "cycle" in t.lower() for t in texts)
     coder = next(a for a in result.agents if a.agent_id == "a-coder")
     assert coder.error is None and coder.answers >= 1
+
+
+async def test_a_prompt_too_long_for_the_command_line_goes_through_stdin(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    context = "".join(f"line {i}: some project context\n" for i in range(6000))  # ~180 KB
+    assert len(context) > 150_000
+    provider.script("cc", cli_agent(answer_then_vote("read it all", best_label)))
+    team = _team(provider, [{"id": "coder", "backend": claude_backend(provider, "cc")}],
+                 skip_final_presentation=True)
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    result = await engine.run(team, "Summarize", context=context)
+    assert result.status == "completed", (result.error, [a.error for a in result.agents])
+    first = provider.requests_for("cc")[0]
+    assert "line 5999: some project context" in first.last_user_text

@@ -44,6 +44,9 @@ ACK = ("Received. This turn is over: do not call any other tool and do not chang
 NEW_ROUND = ("A new turn: the situation changed since your last one (new answers or votes; "
              "anything you had not submitted was stopped and is not counted). Here is the "
              "current state; act on it, not on what you saw before.\n\n")
+# One argv string may hold at most 128 KiB on Linux (MAX_ARG_STRLEN); a longer prompt (large
+# context files) goes through stdin from a file instead (every CLI here reads it).
+ARG_LIMIT = 100_000
 WORKFLOW_NOTE = (f"Your coordination tools are `new_answer` and `vote` on the `{SERVER_NAME}` "
                  "MCP server. Work in your current directory (your own workspace); end every "
                  "turn by calling exactly one of them.")
@@ -87,6 +90,7 @@ class CliBackend:
         self.session_id: str | None = None
         self._sent: list[Message] = []
         self._proc: CliProcess | None = None
+        self._stdin: Path | None = None
         self.invocations = 0
 
     # ------------------------------------------------------------------ the Backend API
@@ -196,6 +200,15 @@ class CliBackend:
         env.update(extra)
         return env
 
+    def prompt_arg(self, text: str) -> str | None:
+        """`text` to pass as an argument, or None when it is too long for one: then it is
+        written to a file the CLI reads on stdin."""
+        if len(text.encode("utf-8")) <= ARG_LIMIT:
+            return text
+        self._stdin = self.root / "prompt.txt"
+        self._stdin.write_text(text, encoding="utf-8")
+        return None
+
     def snapshot_dirs(self, prompt: str) -> list[Path]:
         return [p for _, p in self._workspaces.snapshots_in(prompt)] if self._workspaces else []
 
@@ -224,25 +237,33 @@ class CliBackend:
 
     async def _invoke(self, exe: str, prompt: str, system_text: str, tools_file: Path,
                       on_call: Any, resume: str | None) -> TurnState:
+        self._stdin = None
         argv, env = self.command(exe, prompt, system_text, self.mcp_servers(tools_file), resume)
         state = TurnState()
         self.invocations += 1
         code: int | None = None
-        # Errors are raised after the bridge's task group is closed (else they would arrive
-        # wrapped in an ExceptionGroup).
-        async with self._bridge.serving(on_call):
+        await self._bridge.listen()  # before the CLI starts: its MCP server connects early
+        try:
             proc = await CliProcess.start(argv, cwd=self.workspace, env=env,
-                                          stderr_path=self.root / "cli.stderr.log")
-            self._proc = proc
-            try:
+                                          stderr_path=self.root / "cli.stderr.log",
+                                          stdin_path=self._stdin)
+        except OSError as e:
+            raise PermanentBackendError(
+                f"{self.display} could not start ({argv[0]}): {e.strerror or e}; reinstall "
+                "it, or fix backend.command", provider=self.provider, model=self.model) from None
+        self._proc = proc
+        try:
+            # Errors are raised after the bridge's task group is closed (else they would
+            # arrive wrapped in an ExceptionGroup).
+            async with self._bridge.serving(on_call):
                 with anyio.move_on_after(self.opts.timeout):
                     async for event in proc.events():
                         self.on_event(event, state)
                     code = await proc.wait()
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await proc.kill()
-                self._proc = None
+        finally:
+            with anyio.CancelScope(shield=True):
+                await proc.kill()
+            self._proc = None
         if code is None:
             raise TransientBackendError(
                 f"{self.display} gave no result within {self.opts.timeout:g}s (stopped): "

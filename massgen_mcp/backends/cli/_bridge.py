@@ -42,12 +42,17 @@ class CallBridge:
         self._listener: anyio.abc.SocketListener | None = None
         self._seq = 0
 
-    @contextlib.asynccontextmanager
-    async def serving(self, on_call: OnCall) -> AsyncIterator[None]:
+    async def listen(self) -> None:
+        """Create the socket (connections queue until `serving`)."""
         if self._listener is None:
             self._listener = await anyio.create_unix_listener(self.socket_path)
             self.socket_path.chmod(0o600)
+
+    @contextlib.asynccontextmanager
+    async def serving(self, on_call: OnCall) -> AsyncIterator[None]:
+        await self.listen()
         listener = self._listener
+        assert listener is not None
 
         async def handle(stream: anyio.abc.SocketStream) -> None:
             async with stream:

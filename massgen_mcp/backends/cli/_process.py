@@ -61,11 +61,12 @@ class CliProcess:
 
     @classmethod
     async def start(cls, argv: list[str], *, cwd: Path, env: dict[str, str],
-                    stderr_path: Path) -> CliProcess:
+                    stderr_path: Path, stdin_path: Path | None = None) -> CliProcess:
+        """Start it; stdin is `stdin_path` (a long prompt) or /dev/null, never a pipe."""
         stderr_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(stderr_path, "ab") as err:
+        with open(stderr_path, "ab") as err, open(stdin_path or os.devnull, "rb") as stdin:
             proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+                *argv, cwd=str(cwd), env=env, stdin=stdin,
                 stdout=asyncio.subprocess.PIPE, stderr=err, start_new_session=True,
                 preexec_fn=_die_with_parent, limit=16 * 1024 * 1024)
         return cls(proc, stderr_path)

@@ -37,7 +37,9 @@ class ClaudeCodeBackend(CliBackend):
             encoding="utf-8")
         allowed = [f"mcp__{SERVER_NAME}", *(f"mcp__{n}" for n in mcp if n != SERVER_NAME),
                    *o.allowed_tools]
-        argv = [exe, "-p", prompt, "--output-format", "stream-json", "--verbose",
+        arg = self.prompt_arg(prompt)
+        argv = [exe, "-p", *([arg] if arg is not None else []),
+                "--output-format", "stream-json", "--verbose",
                 "--mcp-config", str(config), "--strict-mcp-config",
                 "--permission-mode", o.permission_mode or DEFAULT_PERMISSION_MODE,
                 "--allowedTools", ",".join(allowed)]

@@ -74,7 +74,7 @@ class CodexBackend(CliBackend):
         if self.model and self.model != "default":
             flags += ["-m", self.model]
         # Codex has no system-prompt flag for exec: the coordination rules lead the prompt.
-        text = f"{system_text}\n\n{prompt}" if not resume else prompt
+        text = self.prompt_arg(f"{system_text}\n\n{prompt}" if not resume else prompt) or "-"
         if resume:
             argv = [native_binary(exe), "exec", "resume", *flags, resume, text]
         else:

@@ -43,7 +43,8 @@ class GeminiCliBackend(CliBackend):
             where = self.workspace / ".gemini"
         where.mkdir(parents=True, exist_ok=True)
         (where / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
-        text = f"{system_text}\n\n{prompt}" if not resume else prompt
+        text = self.prompt_arg(f"{system_text}\n\n{prompt}" if not resume else prompt) or (
+            "Follow the instructions above.")  # -p text is appended to what stdin holds
         argv = [exe, "-p", text, "--output-format", "stream-json", "--skip-trust",
                 "--approval-mode", self.opts.permission_mode or "auto_edit"]
         if self.model and self.model != "default":
