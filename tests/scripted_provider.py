@@ -1,9 +1,10 @@
 """A loopback model provider that plays scripted agents, for tests and benchmarks.
 
-`ScriptedProvider` is a real HTTP server on 127.0.0.1 that speaks enough of three wire
+`ScriptedProvider` is a real HTTP server on 127.0.0.1 that speaks enough of four wire
 formats for the real SDKs to work against it unchanged:
 
 - OpenAI Chat Completions: ``POST /v1/chat/completions`` (JSON, or SSE when ``stream``)
+- OpenAI Responses:        ``POST /v1/responses`` (JSON, or SSE; see `scripted_responses`)
 - Anthropic Messages:      ``POST /v1/messages``
 - Gemini:                  ``POST /v1beta/models/{model}:generateContent``
                            (and ``:streamGenerateContent?alt=sse``)
@@ -49,13 +50,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import scripted_responses
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-WireName = Literal["openai", "anthropic", "gemini"]
+WireName = Literal["openai", "responses", "anthropic", "gemini"]
 TEST_KEY = "test-key"
 
 # ---------------------------------------------------------------------------- replies
@@ -358,7 +360,7 @@ _DEFAULT_MESSAGES = {401: "invalid authentication credentials", 403: "permission
 
 def _error_body(wire: WireName, err: Error, model: str) -> dict[str, Any]:
     message = err.message or _DEFAULT_MESSAGES.get(err.status, f"error {err.status}")
-    if wire == "openai":
+    if wire in ("openai", "responses"):
         code = {401: "invalid_api_key", 404: "model_not_found"}.get(err.status)
         kind = err.error_type or _OPENAI_ERRORS.get(err.status, "server_error")
         return {"error": {"message": message, "type": kind, "param": None, "code": code}}
@@ -419,6 +421,7 @@ class ScriptedProvider:
     def backend(self, wire: str, model: str, **backend_fields: Any) -> dict[str, Any]:
         """A team-file backend dict pointing at this server (fields override the defaults)."""
         kinds = {"openai": ("chatcompletion", self.openai_base_url),
+                 "responses": ("openai", self.openai_base_url),
                  "anthropic": ("claude", self.anthropic_base_url),
                  "gemini": ("gemini", self.gemini_base_url)}
         aliases = {"openai_chat": "openai", "chatcompletion": "openai", "claude": "anthropic",
@@ -553,6 +556,10 @@ class ScriptedProvider:
             model = str(body.get("model", ""))
             system, messages, tools = _parse_openai(body)
             tool_choice = body.get("tool_choice")
+        elif path.endswith("/v1/responses"):
+            wire, model = "responses", str(body.get("model", ""))
+            system, messages, tools = scripted_responses.parse(body)
+            tool_choice = body.get("tool_choice")
         elif path.endswith("/v1/messages"):
             wire, model = "anthropic", str(body.get("model", ""))
             system, messages, tools = _parse_anthropic(body)
@@ -628,6 +635,8 @@ class ScriptedProvider:
         usage = (_tokens(req.text), _tokens(out))
         if req.wire == "openai":
             return self._render_openai(req, text, calls, ids, usage)
+        if req.wire == "responses":
+            return self._render_responses(req, text, calls, ids, usage)
         if req.wire == "anthropic":
             return self._render_anthropic(req, text, calls, ids, usage)
         return self._render_gemini(req, text, calls, ids, usage)
@@ -659,6 +668,16 @@ class ScriptedProvider:
             events.append({**chunk, "choices": [], "usage": tokens})
         lines = [f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]
         return StreamingResponse(iter(lines), media_type="text/event-stream")
+
+    def _render_responses(self, req: ScriptRequest, text: str, calls: list[Call],
+                          ids: list[int], usage: tuple[int, int]) -> Response:
+        items = scripted_responses.output_items(req.raw, req.model, req.call_index, text,
+                                                calls, ids)
+        body = scripted_responses.response_object(req.raw, req.model, f"resp_{next(self._ids)}",
+                                                  items, usage)
+        if req.stream:
+            return StreamingResponse(scripted_responses.sse(body), media_type="text/event-stream")
+        return JSONResponse(body)
 
     def _render_anthropic(self, req: ScriptRequest, text: str, calls: list[Call],
                           ids: list[int], usage: tuple[int, int]) -> Response:
