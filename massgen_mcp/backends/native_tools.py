@@ -123,14 +123,3 @@ def read_gemini(candidate: Any, parts: list[Any]) -> NativeUse:
     use.count("code_execution", sum(1 for p in parts if getattr(p, "executable_code", None)))
     return use
 
-
-def gemini_code_text(parts: list[Any]) -> str:
-    """Code Gemini ran and what it printed, as text for the agent's reply."""
-    out = []
-    for p in parts:
-        if getattr(p, "executable_code", None) is not None and p.executable_code.code:
-            out.append(f"```{str(p.executable_code.language or '').lower() or 'python'}\n"
-                       f"{p.executable_code.code}\n```")
-        if getattr(p, "code_execution_result", None) is not None:
-            out.append(f"```\n{p.code_execution_result.output or ''}\n```")
-    return "\n".join(out)
