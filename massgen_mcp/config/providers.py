@@ -1,10 +1,10 @@
 """Provider presets: which wire format, base URL and key variable each backend `type` means.
 
 A *provider* is where requests go (base URL, key); the *wire format* is how they are
-spelled (``openai_responses``, ``openai_chat``, ``anthropic``, ``gemini``, ``sampling``).
-As in MassGen, ``type: openai`` (and Grok, whose API has the same surface) speaks the OpenAI
-Responses API; every other OpenAI-compatible service is a preset feeding the Chat Completions
-backend.
+spelled (``openai_responses``, ``openai_chat``, ``anthropic``, ``gemini``, ``sampling``,
+``function``). As in MassGen, ``type: openai`` (and Grok, whose API has the same surface)
+speaks the OpenAI Responses API; every other OpenAI-compatible service is a preset feeding the
+Chat Completions backend.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling"]
+Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +73,8 @@ PROVIDERS: dict[str, Provider] = {
         # backend.api_key, or from a preset whose base URL matches, or OPENAI_API_KEY.
         Provider("chatcompletion", "openai_chat", None, ("OPENAI_API_KEY",)),
         Provider("sampling", "sampling"),
+        # A Python function registered in this process (massgen_mcp.backends.function).
+        Provider("function", "function"),
     ]
 }
 
