@@ -262,6 +262,16 @@ class Engine:
         return out
 
     async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun) -> dict[str, Any]:
+        boxes = await self._mcp_toolboxes(stack, team, live)
+        if team.orchestrator.context_paths:  # read-only file tools, served in-process
+            from massgen_mcp.tools.files import with_file_tools
+
+            boxes = with_file_tools(boxes, [a.id for a in team.agents],
+                                    team.orchestrator.context_paths)
+        return boxes
+
+    async def _mcp_toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun
+                             ) -> dict[str, Any]:
         if not any(a.backend.servers() for a in team.agents):
             return {}
         from massgen_mcp.tools.session import (
