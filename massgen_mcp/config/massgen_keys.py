@@ -56,6 +56,8 @@ LOSSES: dict[str, str] = {
 }
 _PREFIX_LOSSES = {"command_line_": _SHELL, "debug_": "nothing (a MassGen debugging aid)"}
 _GENERIC = "ignored (not implemented by massgen-mcp)"
+# Keys we read (for `${cwd}`) without giving the team what MassGen does with them.
+PARTLY = frozenset({"cwd"})
 # Sections MassGen uses only for its own terminal display: dropped without a word.
 COSMETIC = ("ui", "logging", "display")
 
@@ -131,7 +133,7 @@ def unhonoured(data: Any) -> dict[str, list[str]]:
     for cls, path, raw in _walk(TeamConfig, data, ""):
         known = cls.known_keys()  # type: ignore[attr-defined]
         for key in raw:
-            if str(key) not in known and str(key) not in COSMETIC:
+            if (str(key) not in known or str(key) in PARTLY) and str(key) not in COSMETIC:
                 where = f"{path}.{key}" if path else str(key)
                 out.setdefault(loss(str(key)), []).append(where)
     orch = data.get("orchestrator") if isinstance(data.get("orchestrator"), dict) else {}
