@@ -71,6 +71,9 @@ async def test_full_consensus_keeps_reasoning_across_the_tool_loop(
     # The reminder request carries the first reply's reasoning item, encrypted, verbatim.
     replayed = scripted_responses.replayed_reasoning(second.raw)
     assert [r["encrypted_content"] for r in replayed] == ["enc:gpt-5-a:0"]
+    message = next(i for i in second.raw["input"] if i.get("type") == "message")
+    assert (message["role"], message["status"]) == ("assistant", "completed")  # verbatim
+    assert [c["text"] for c in message["content"]] == ["let me think"]
     assert all(r.wire == "responses" for r in provider.requests)
     # Output tokens include the reasoning tokens of every call.
     calls = len(provider.requests_for("gpt-5-a"))

@@ -150,7 +150,7 @@ def _wire_input(messages: list[Message]) -> list[dict[str, Any]]:
         elif m.role == "assistant":
             data = m.provider_data
             if isinstance(data, dict) and data.get("wire") == _WIRE:
-                out.extend(_replayable(item) for item in data["output"])
+                out.extend(data["output"])  # verbatim: messages keep id and status
                 continue
             if m.content:
                 out.append({"role": "assistant", "content": m.content})
@@ -160,9 +160,3 @@ def _wire_input(messages: list[Message]) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": m.content})
     return out
 
-
-def _replayable(item: dict[str, Any]) -> dict[str, Any]:
-    """An output item as an input item: the same, less fields only outputs carry."""
-    if item.get("type") == "message":
-        return {k: v for k, v in item.items() if k not in ("status",)}
-    return item

@@ -183,6 +183,11 @@ class ContextPath(_Lenient):
     permission: Literal["read", "write"] = "read"  # write is served read-only (warned)
     protected_paths: list[str] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_path(cls, v: Any) -> Any:
+        return {"path": v} if isinstance(v, str) else v
+
 
 class OrchestratorConfig(_Lenient):
     max_new_answers_per_agent: int | None = Field(default=None, ge=1)
