@@ -88,6 +88,18 @@ async def test_bad_reads_are_tool_errors(tree: Path, args: dict, problem: str) -
     assert err and problem in text
 
 
+async def test_loops_and_dangling_links_do_not_break_the_tools(tree: Path) -> None:
+    os.symlink(tree / "loop", tree / "loop")
+    os.symlink(tree / "gone.txt", tree / "dangling.txt")
+    box = _box(tree)
+    listing, err = await _call(box, LIST)
+    assert not err and "README.md" in listing and "dangling.txt" not in listing
+    hits, err = await _call(box, SEARCH, pattern="Uses a queue")
+    assert not err and "README.md:2:" in hits
+    text, err = await _call(box, READ, path="loop")
+    assert err and "queue" not in text
+
+
 async def test_bad_search_pattern_is_a_tool_error(tree: Path) -> None:
     text, err = await _call(_box(tree), SEARCH, pattern="(", regex=True)
     assert err and "regular expression is invalid" in text

@@ -37,6 +37,7 @@ MAX_LINES = 2000
 MAX_ENTRIES = 500
 MAX_MATCHES = 200
 MAX_SEARCH_FILE_BYTES = 2_000_000
+MAX_FILES_SCANNED = 20_000  # a search of a huge tree stops here and says so
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"}
 
 
@@ -100,8 +101,8 @@ class FileToolbox:
             return await anyio.to_thread.run_sync(handler, dict(call.arguments)), False
         except Refused as e:
             return f"{call.name}: {e}", True
-        except OSError as e:
-            return f"{call.name}: cannot read: {e.strerror or e}", True
+        except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop (Python 3.11/3.12)
+            return f"{call.name}: cannot read: {getattr(e, 'strerror', None) or e}", True
 
     # -- paths ---------------------------------------------------------------------
 
@@ -138,7 +139,10 @@ class FileToolbox:
         return None
 
     def _readable(self, path: Path) -> bool:
-        return self.root_of(path.resolve()) is not None
+        try:
+            return self.root_of(path.resolve()) is not None
+        except (OSError, RuntimeError):  # a symlink loop
+            return False
 
     # -- tools ---------------------------------------------------------------------
 
@@ -153,10 +157,11 @@ class FileToolbox:
             if len(lines) >= MAX_ENTRIES:
                 lines.append("[... more entries; list a subdirectory]")
                 break
-            if entry.is_dir():
-                lines.append(f"{entry.name}/")
-            else:
-                lines.append(f"{entry.name}  ({entry.stat().st_size} bytes)")
+            try:
+                size = None if entry.is_dir() else entry.stat().st_size
+            except OSError:  # a dangling link
+                continue
+            lines.append(f"{entry.name}/" if size is None else f"{entry.name}  ({size} bytes)")
         return f"{path}:\n" + ("\n".join(lines) if lines else "(empty)")
 
     def _read(self, args: Mapping[str, Any]) -> str:
@@ -190,7 +195,10 @@ class FileToolbox:
         glob = args.get("glob")
         start, _ = self.resolve(args.get("path"), default_root=True)
         hits: list[str] = []
-        for file in self._files(start):
+        for scanned, file in enumerate(self._files(start)):
+            if scanned >= MAX_FILES_SCANNED:
+                hits.append(f"[stopped after {MAX_FILES_SCANNED} files: narrow path or glob]")
+                break
             if isinstance(glob, str) and glob and not file.match(glob):
                 continue
             try:
@@ -217,7 +225,7 @@ class FileToolbox:
                                  and self._readable(Path(dirpath, d)))
             for name in sorted(filenames):
                 path = Path(dirpath, name)
-                if self._readable(path) and path.resolve().is_file():
+                if self._readable(path) and path.is_file():
                     yield path
 
 
