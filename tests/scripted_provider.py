@@ -50,6 +50,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import scripted_native
 import scripted_responses
 import uvicorn
 from starlette.applications import Starlette
@@ -392,6 +393,8 @@ class ScriptedProvider:
         self.latency: float = 0.0
         self.gemini_call_ids = True  # send `id` in Gemini functionCall parts
         self.gemini_thought_signatures = True  # sign the first functionCall part
+        # (url, title) pairs a native web search "finds" (see scripted_native)
+        self.web_sources: list[tuple[str, str]] = []
         self._scripts: dict[str, Script] = {}
         self._counts: dict[str, int] = {}
         self._ids = itertools.count(1)
@@ -456,6 +459,7 @@ class ScriptedProvider:
             self.requests.clear()
             self.script_errors.clear()
             self.latency = 0.0
+            self.web_sources = []
 
     def wait_for_sync(
         self, model: str, count: int = 1, timeout: float = 5.0
@@ -675,10 +679,21 @@ class ScriptedProvider:
         lines = [f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]
         return StreamingResponse(iter(lines), media_type="text/event-stream")
 
+    def _searched(self, req: ScriptRequest) -> list[tuple[str, str]]:
+        return list(self.web_sources) if self.web_sources and scripted_native.offered(
+            req.wire, req.raw) else []
+
     def _render_responses(self, req: ScriptRequest, text: str, calls: list[Call],
                           ids: list[int], usage: tuple[int, int]) -> Response:
+        search = self._searched(req)
+        annotations = None
+        if search:
+            item, text, annotations = scripted_native.responses_search(search, text, ids[0]
+                                                                       if ids else 0)
         items = scripted_responses.output_items(req.raw, req.model, req.call_index, text,
-                                                calls, ids)
+                                                calls, ids, annotations)
+        if search:
+            items.insert(0, item)
         body = scripted_responses.response_object(req.raw, req.model, f"resp_{next(self._ids)}",
                                                   items, usage)
         if req.stream:
@@ -694,13 +709,17 @@ class ScriptedProvider:
                 (f"toolu_{i:06d}", c.name, _loads(c.arguments))
                 for c, i in zip(calls, ids, strict=True)], usage)
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        search = self._searched(req)
+        if search:
+            content = scripted_native.anthropic_search(search, text, next(self._ids))
         content += [{"type": "tool_use", "id": f"toolu_{i:06d}", "name": c.name,
                      "input": _loads(c.arguments)} for c, i in zip(calls, ids, strict=True)]
         return JSONResponse({
             "id": f"msg_{next(self._ids):06d}", "type": "message", "role": "assistant",
             "model": req.model, "content": content,
             "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}})
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
+                      **(scripted_native.ANTHROPIC_USAGE if search else {})}})
 
     def _render_gemini(self, req: ScriptRequest, text: str, calls: list[Call], ids: list[int],
                        usage: tuple[int, int]) -> Response:
@@ -721,6 +740,8 @@ class ScriptedProvider:
                 signature = f"sig-{req.call_index}".encode()
                 part["thoughtSignature"] = base64.b64encode(signature).decode()
             parts.append(part)
+        if search := self._searched(req):
+            candidate["groundingMetadata"] = scripted_native.gemini_grounding(search)
         body = {"candidates": [{"content": {"role": "model", "parts": parts}, **candidate}],
                 "usageMetadata": {"promptTokenCount": usage[0],
                                   "candidatesTokenCount": usage[1],

@@ -70,6 +70,8 @@ def context_paths(team: Team, base: Path | None = None) -> list[ContextPath]:
     base = base or Path.cwd()
     out: list[ContextPath] = []
     for i, item in enumerate(raw):
+        if hasattr(item, "model_dump"):  # config.team.ContextPath
+            item = item.model_dump()
         entry = item if isinstance(item, dict) else {"path": item}
         where = f"orchestrator.context_paths[{i}]"
         path = (base / str(entry.get("path", ""))).expanduser().resolve()

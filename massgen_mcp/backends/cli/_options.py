@@ -10,6 +10,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from massgen_mcp.config.massgen_keys import CLI_KEYS
+
 if TYPE_CHECKING:
     from massgen_mcp.config.team import AgentSpec
 
@@ -17,10 +19,7 @@ log = logging.getLogger(__name__)
 
 # MassGen keys these backends honour (besides model, base_url, api_key, allowed_tools,
 # mcp_servers, request_timeout_seconds and max_retries, which BackendConfig has).
-KNOWN = frozenset({
-    "command", "cwd", "system_prompt", "append_system_prompt", "disallowed_tools",
-    "permission_mode", "max_turns", "sandbox_mode", "approval_policy", "env",
-})
+KNOWN = CLI_KEYS - {"max_thinking_tokens"}
 # MassGen keys that are about its own process, not the CLI: accepted without a warning.
 IGNORED = frozenset({"max_thinking_tokens", "enable_mcp_command_line", "command_line_docker",
                      "enable_web_search", "exclude_file_operation_mcps"})
