@@ -6,6 +6,7 @@ import dataclasses
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,12 @@ def gemini_backend(provider: ScriptedProvider, model: str, **fields: Any) -> dic
     return {"type": "gemini_cli", "model": model, "base_url": provider.gemini_base_url,
             "api_key": TEST_KEY, "command": cli_path("gemini"), "max_retries": 0,
             "request_timeout_seconds": 90, **fields}
+
+
+def no_leftovers(marker: str, timeout: float = 5.0) -> list[str]:
+    """`leftover_processes(marker)` once they had `timeout` to exit (a killed CLI's MCP server
+    exits on its own when it sees its parent gone, within ~0.2 s)."""
+    deadline = time.monotonic() + timeout
+    while (found := leftover_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling the process table: there is no event to wait on
+    return found

@@ -23,6 +23,7 @@ from cli_agents import (
     codex_backend,
     gemini_backend,
     leftover_processes,
+    no_leftovers,
 )
 from scripted_provider import (
     Call,
@@ -72,7 +73,7 @@ async def test_mixed_team_with_claude_code_reaches_consensus(
     assert any("mcp__massgen__new_answer" in r.tool_names for r in cc_requests)
     assert cc_requests[0].headers.get("x-api-key") == "test-key"
     assert coder.usage.provider_calls >= 2
-    assert not leftover_processes(str(tmp_path))
+    assert not no_leftovers(str(tmp_path))
 
 
 def _editing_coder(edits: dict[str, tuple[str, str]]) -> Any:
@@ -142,7 +143,7 @@ async def test_claude_code_edits_its_workspace_wins_and_writes_back(
     snap = Path(result.log_dir) / "snapshots" / "agent1.1"
     assert (snap / "app.py").read_text() == "VALUE = 2\n"
     assert not (snap / "app.py").stat().st_mode & 0o222
-    assert not leftover_processes(str(tmp_path))
+    assert not no_leftovers(str(tmp_path))
 
 
 async def test_losing_coding_agent_never_writes_back(
@@ -185,7 +186,7 @@ async def test_codex_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path)
     assert any(t.get("type") == "namespace" and t.get("name") == "mcp__massgen"
                for t in first.raw["tools"])
     assert first.headers["authorization"] == "Bearer test-key"
-    assert not leftover_processes(str(tmp_path))
+    assert not no_leftovers(str(tmp_path))
 
 
 async def test_gemini_cli_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path) -> None:
@@ -204,7 +205,7 @@ async def test_gemini_cli_in_a_mixed_team(provider: ScriptedProvider, tmp_path: 
     first = provider.requests_for("gm")[0]
     assert first.path == "/v1beta/models/gm:streamGenerateContent"
     assert "mcp_massgen_new_answer" in first.tool_names
-    assert not leftover_processes(str(tmp_path))
+    assert not no_leftovers(str(tmp_path))
 
 
 async def test_missing_cli_is_one_clear_agent_error(
@@ -243,7 +244,7 @@ async def test_cli_that_fails_is_named_and_the_run_goes_on(
     assert coder.status == "failed" and "Claude Code failed" in str(coder.error)
     assert "api_key" in str(coder.error)  # the fix is named
     assert "test-key" not in str(coder.error)
-    assert not leftover_processes(str(tmp_path))
+    assert not no_leftovers(str(tmp_path))
 
 
 async def test_codex_refused_connection_is_stopped_by_the_deadline(tmp_path: Path) -> None:
@@ -258,7 +259,7 @@ async def test_codex_refused_connection_is_stopped_by_the_deadline(tmp_path: Pat
     result = await engine.run(team, "Q?")
     assert result.status == "failed"
     assert "no result within 4s" in str(result.agents[0].error)
-    assert not leftover_processes(str(tmp_path))
+    assert not no_leftovers(str(tmp_path))
 
 
 async def test_cancelled_run_leaves_no_cli_process(
@@ -278,7 +279,7 @@ async def test_cancelled_run_leaves_no_cli_process(
         assert leftover_processes(str(tmp_path))  # (the check sees it while it runs)
         assert engine.cancel(live.run_id)
     assert results[0].status == "cancelled"
-    assert not leftover_processes(str(tmp_path))
+    assert not no_leftovers(str(tmp_path))
 
 
 def test_claude_code_config_keys_load_and_unknown_ones_warn(
@@ -298,6 +299,9 @@ def test_claude_code_config_keys_load_and_unknown_ones_warn(
     assert o.allowed_tools == ("Read", "Edit") and o.disallowed_tools == ("Bash",)
     assert (o.permission_mode, o.max_turns, o.unknown) == ("acceptEdits", 7, ("frobnicate",))
     assert "frobnicate" in caplog.text and "max_thinking_tokens" not in caplog.text
+    # The file-level warning names only what a coding agent really loses.
+    assert len(team.warnings) == 1 and "frobnicate" in team.warnings[0]
+    assert not any(k in team.warnings[0] for k in ("cwd", "permission_mode", "max_turns"))
 
 
 async def test_availability_reports_installed_clis_and_versions(tmp_path: Path) -> None:

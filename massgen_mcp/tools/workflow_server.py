@@ -15,8 +15,11 @@ only what a tool server needs: initialize, ping, tools/list, tools/call.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
+import threading
+import time
 from typing import Any
 
 PROTOCOLS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -84,7 +87,22 @@ def serve(tools: list[dict[str, Any]], sock_path: str) -> None:
             _reply(msg_id, error={"code": -32601, "message": f"method not found: {method}"})
 
 
+def _die_with_parent() -> None:
+    """Exit when the CLI that started us is gone, even if our stdin stays open (Codex starts
+    its MCP servers outside its own process group). A poll, not PR_SET_PDEATHSIG: that fires
+    when the *thread* that spawned us exits, and the CLIs spawn from worker threads."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
+    _die_with_parent()
     args = dict(zip(argv[::2], argv[1::2], strict=False))
     if "--tools" not in args or "--socket" not in args:
         sys.stderr.write("usage: workflow_server.py --tools FILE --socket PATH\n")

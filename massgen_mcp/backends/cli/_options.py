@@ -52,7 +52,7 @@ class CliOptions:
                         spec.provider.name, ", ".join(unknown))
 
         def text(key: str) -> str | None:
-            v = extra.get(key)
+            v = getattr(b, key, None) if key in type(b).model_fields else extra.get(key)
             return str(v) if v is not None else None
 
         def names(v: Any) -> tuple[str, ...]:
