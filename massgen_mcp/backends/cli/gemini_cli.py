@@ -6,7 +6,12 @@ under the run, with ``selectedType: gemini-api-key``, else exit 41), else the wo
 ``.gemini/`` so the user's login and settings stay in use. ``--skip-trust`` (else exit 55).
 ``base_url`` / ``api_key`` become ``GOOGLE_GEMINI_BASE_URL`` / ``GEMINI_API_KEY``. Sessions:
 ``--session-id`` first, ``--resume latest`` after (each agent has its own project dir).
-Facts in shared/reference/cli-agents.md.
+Facts in shared/reference/cli-agents.md; observed here with MCP (0.61.0): MCP tools reach the
+model as ``mcp_massgen_new_answer`` (single underscores); the first request waited for the
+server's tools (no start-up race seen); with ``trust: true`` and ``--approval-mode auto_edit``
+the calls run unprompted; a call by the bare name is answered "Tool not found"; one
+streamGenerateContent SSE chunk per reply is enough; start-up is slow (~10 s to the first
+request at load 6 on 2 cores).
 """
 
 from __future__ import annotations
