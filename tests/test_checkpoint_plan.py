@@ -387,7 +387,7 @@ def test_audit_trail_and_active_plan(tmp_path: Path, workspace: Path) -> None:
 
     # Re-initializing the session stops enforcing the old plan.
     init_session(state, workspace, "Ship v3", TOOL_INFO)
-    assert active.load_active_plan(str(workspace)) == (str(workspace.resolve()), None, None)
+    assert active.load_active_plan(str(workspace)) == (None, None, None)
 
 
 def test_plan_not_signed_with_this_users_key_is_ignored(workspace: Path, plan_key: Path
@@ -397,7 +397,7 @@ def test_plan_not_signed_with_this_users_key_is_ignored(workspace: Path, plan_ke
     ckpt = new_checkpoint_dir(session, objective="deploy", action_goals=GOALS)
     record_result(ckpt, status="completed", plan=validate(good_plan()), votes={}, elapsed=1)
     assert plan_key.stat().st_mode & 0o777 == 0o600
-    path = Path(session.session_dir) / "active_plan.json"
+    path = Path(active.ledger_path(session.session_id))  # the copy the hook reads
     record = json.loads(path.read_text())
     record["approved"].append({"step": 4, "kind": "action", "role": "action", "goal_id": "x",
                                "tool": "Bash", "args": {"command": "rm -rf ~"}})
@@ -414,18 +414,36 @@ def test_repo_index_cannot_claim_a_wider_workspace(workspace: Path) -> None:
     index.parent.mkdir(parents=True)
     index.write_text(json.dumps({"version": 1, "workspaces": {
         "/": {"session_id": "x", "active": True}}}))
-    assert active.find_workspace(str(workspace)) is None
+    assert active.load_active_plan(str(workspace)) == (None, None, None)
 
 
-def test_active_plan_found_through_state_dir_env(tmp_path: Path, workspace: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_active_plan_found_wherever_the_state_dir_is(tmp_path: Path, workspace: Path) -> None:
     state = tmp_path / "elsewhere"
     session, _ = init_session(state, workspace, "Ship", TOOL_INFO)
     ckpt = new_checkpoint_dir(session, objective="deploy", action_goals=GOALS)
     record_result(ckpt, status="completed", plan=validate(good_plan()), votes={}, elapsed=1)
-    assert active.load_active_plan(str(workspace))[1] is None  # not under .massgen/
-    monkeypatch.setenv("MASSGEN_MCP_HOME", str(state))
+    record = active.load_active_plan(str(workspace / "src"))[1]
+    assert record is not None and record["checkpoint_id"] == "ckpt_001"
+    # The hook's copy lives next to the key, not in the state directory.
+    assert Path(active.ledger_path(session.session_id)).parent.parent == (
+        Path(active.key_path()).parent)
+
+
+def test_superseded_plan_copied_back_approves_nothing(workspace: Path) -> None:
+    state = workspace / ".massgen"
+    session, _ = init_session(state, workspace, "Ship", TOOL_INFO)
+    for number in (1, 2):
+        ckpt = new_checkpoint_dir(session, objective=f"deploy {number}", action_goals=GOALS)
+        record_result(ckpt, status="completed", plan=validate(good_plan()), votes={},
+                      elapsed=1)
+        if number == 1:
+            old = (Path(session.session_dir) / "active_plan.json").read_text()
+    (Path(session.session_dir) / "active_plan.json").write_text(old)
+    assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_002"
+    Path(active.ledger_path(session.session_id)).write_text(old)  # the hook gates this write
     assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_001"
+    init_session(state, workspace, "Ship v3", TOOL_INFO)
+    assert active.load_active_plan(str(workspace))[1] is None
 
 
 # ----------------------------------------------------------------------------- review task

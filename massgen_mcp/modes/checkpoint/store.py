@@ -19,7 +19,6 @@ deactivates its plan and keeps the audit trail. Flow for the `checkpoint` tool:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +32,7 @@ from massgen_mcp.hook.active import (
     clear_active_plan,
     read_json,
     register_workspace,
+    session_id_for as hook_session_id,
     set_active_plan,
     write_json_atomic,
 )
@@ -75,9 +75,7 @@ def _now() -> str:
 
 def session_id_for(workspace: str | Path) -> str:
     """Stable id of a workspace: `<dir name>-<12 hex of its resolved path>`."""
-    path = str(Path(workspace).expanduser().resolve())
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(path).name).strip("-.")[:40] or "root"
-    return f"{name}-{hashlib.sha256(path.encode()).hexdigest()[:12]}"
+    return hook_session_id(str(workspace))
 
 
 def _root(state_dir: str | Path) -> Path:
