@@ -16,6 +16,7 @@ import re
 
 UNKNOWN = "\0"
 _WORD_END = frozenset(" \t\r\n;&|()<>")
+_PLAIN = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`@!?*+]+")
 _OPS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRS = ("<<<", "<<-", "<<", "&>>", "&>", ">>", ">|", ">&", "<&", "<>", ">", "<")
 _ANSI = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|[0-7]{1,3}|c.|.)", re.S)
@@ -76,11 +77,11 @@ Token = Word | Op | Redir
 def _decode_ansi(text: str) -> str:
     def sub(m: re.Match[str]) -> str:
         esc = m.group(1)
-        if esc[0] in "xu":
+        if esc[0] in "xu" and len(esc) > 1:
             return chr(int(esc[1:], 16))
         if esc[0] in "01234567":
             return chr(int(esc, 8))
-        if esc[0] == "c":
+        if esc[0] == "c" and len(esc) > 1:
             return chr(ord(esc[1]) & 0x1F)
         return _ANSI_SIMPLE.get(esc, esc)
 
@@ -114,9 +115,9 @@ class _Lexer:
                 self._heredocs()
             elif c in "<>" and s.startswith("(", self.i + 1):
                 self.tokens.append(self._word())
-            elif (redir := self._match(_REDIRS)) is not None:
+            elif c in "<>&" and (redir := self._match(_REDIRS)) is not None:
                 self._redirect(redir)
-            elif (op := self._match(_OPS)) is not None:
+            elif c in ";&|()" and (op := self._match(_OPS)) is not None:
                 if op == "(":
                     depth += 1
                 elif op == ")":
@@ -175,6 +176,10 @@ class _Lexer:
         w = Word()
         s, out = self.s, []
         while self.i < len(s):
+            if plain := _PLAIN.match(s, self.i):
+                out.append(plain.group(0))
+                self.i = plain.end()
+                continue
             c = s[self.i]
             if c in "<>" and s.startswith("(", self.i + 1) and not out:
                 out.append(self._subst(w, "in" if c == "<" else "out", self.i + 2))

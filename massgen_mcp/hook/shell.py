@@ -269,6 +269,7 @@ def _program(value: str, word: Word | None, out: Analysis) -> tuple[str, bool]:
         if UNKNOWN not in expanded and "$" not in expanded:
             return expanded, False  # `$HOME/.local/bin/tool`: set in the hook's environment
     shown = value.replace(UNKNOWN, "$(...)")
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
     out.gate(f"runs a program whose name is computed at run time (`{shown}`); the hook "
              "cannot tell what it is", rule="computed-program")
     return value, True
