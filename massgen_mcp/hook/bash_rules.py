@@ -123,7 +123,7 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
         return check_bash(line, inner, _depth + 1) if _depth < 3 else []
 
     for cmd in commands:
-        if cmd.program == "cd":
+        if cmd.program in ("cd", "pushd"):
             target = (cmd.positionals() or ["~"])[0]
             path = scope.resolve(target)
             if path and os.path.isdir(path):
@@ -184,6 +184,9 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
         elif network and op == "<" and secret_kind(target):
             out.append(Finding("exfiltration", "secret-upload",
                                f"sends {target}, {secret_kind(target)}, over the network"))
+        elif op == "<" and cmd.program in _PRINTERS and secret_kind(target):
+            out.append(Finding("secrets", "print-secret",
+                               f"prints {target}, {secret_kind(target)}, into the transcript"))
     program, pos = cmd.program, cmd.positionals()
     files = file_findings(cmd, scope)
     if files is not None:
@@ -216,7 +219,7 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     else:
         out.extend(cli_findings(cmd, scope))
     if program in _NETWORK:
-        out.extend(_network(cmd))
+        out.extend(_network(cmd, scope))
     return [f for f in out if f is not None]
 
 
@@ -234,7 +237,7 @@ def _find_runs_rm(cmd: SimpleCommand) -> bool:
     return False
 
 
-def _network(cmd: SimpleCommand) -> list[Finding]:
+def _network(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     out: list[Finding] = []
     for i, arg in enumerate(cmd.args):
         if (i and cmd.args[i - 1] in _USES_CREDENTIAL) or arg.split("=", 1)[0] in _USES_CREDENTIAL:
@@ -244,6 +247,11 @@ def _network(cmd: SimpleCommand) -> list[Finding]:
         if kind and not candidate.startswith(("http://", "https://")):
             out.append(Finding("exfiltration", "secret-upload",
                                f"sends {candidate}, {kind}, over the network with {cmd.program}"))
+    for i, arg in enumerate(cmd.args):  # `curl -o ~/.bashrc URL`: a download is a write
+        if arg in ("-o", "--output", "-O", "--output-document") and i + 1 < len(cmd.args) and (
+                cmd.program in ("curl", "wget") and not (cmd.program == "curl" and arg == "-O")):
+            out.extend(f for f in [scope.write_finding(cmd.args[i + 1],
+                                                       verb=f"{cmd.program} writes")] if f)
     pos = cmd.positionals()
     if cmd.program in ("scp", "rsync") and len(pos) >= 2 and _REMOTE_PATH.match(pos[-1]):
         out.append(Finding("prod_infra", "remote-copy",

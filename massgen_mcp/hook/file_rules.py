@@ -34,6 +34,14 @@ _VALUE_OPTIONS = {
 }
 
 
+def inline_arg(cmd: SimpleCommand) -> str | None:
+    """The code argument of `perl -pi -e CODE` (not a file it edits)."""
+    for i, arg in enumerate(cmd.args[:-1]):
+        if arg.startswith("-") and not arg.startswith("--") and arg.endswith(("e", "E")):
+            return cmd.args[i + 1]
+    return None
+
+
 def operands(cmd: SimpleCommand) -> list[str]:
     """Non-option arguments, skipping the values of options that take one."""
     takes = _VALUE_OPTIONS.get(cmd.program, frozenset())
@@ -83,6 +91,16 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
             out.append(scope.write_finding(pos[-1], verb="mv writes"))
     elif program in ("cp", "install", "ln") and len(pos) >= 2:
         out.append(scope.write_finding(pos[-1], verb=f"{program} writes"))
+        if program == "ln" and cmd.has_short_flag("s"):
+            # a link to home or above: deleting through it later deletes that
+            out.extend(f for p in pos[:-1] if (f := scope.delete_finding(p))
+                       and f.rule in ("rm-root-or-home", "rm-workspace"))
+    elif program in ("sed", "perl") and (cmd.has_short_flag("i") or cmd.has_long(
+            "--in-place")):
+        scripted = "-e" in cmd.args or "-f" in cmd.args or program == "perl"
+        files = pos if scripted and program == "sed" else pos[1:] if program == "sed" else [
+            p for p in pos if p != (inline_arg(cmd) or "")]
+        out.extend(scope.write_finding(p, verb=f"{program} -i edits") for p in files)
     elif program == "rsync":
         local = [p for p in pos if ":" not in p.split("/", 1)[0]]
         if len(pos) >= 2 and pos[-1] in local and any(

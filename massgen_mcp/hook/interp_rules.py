@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
 from massgen_mcp.hook.shell import SimpleCommand
@@ -105,6 +106,9 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
     if not code:
         return []
     name = cmd.program
+    if UNKNOWN in code:
+        return [Finding("supply_chain", "inline-code",
+                        f"{name} runs code computed at run time; the hook cannot see it")]
     literals = [next(g for g in m.groups() if g is not None) for m in _STRING.finditer(code)]
     out: list[Finding] = []
     if _RUNS_SHELL.search(code):

@@ -220,6 +220,8 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
     while i < len(words) and (m := _ASSIGNMENT.match(words[i].value)):
         value = words[i].value[m.end():]
         variables[m.group(1)] = UNKNOWN if words[i].dynamic else value
+        if m.group(1) == "IFS":
+            out.gate("sets IFS, so words split where the hook cannot follow", rule="ifs")
         i += 1
     values = [_subst_vars(w, variables) for w in words[i:]]
     kept = words[i:]
@@ -227,8 +229,8 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
     if not values:
         return _record(out, SimpleCommand("", [], redirects)) if redirects else None
     values, kept, from_xargs = _strip_wrappers(values, kept, out, depth, variables)
-    if not values:
-        return None
+    if not values:  # `exec 3>~/.bashrc`: the redirections still happen
+        return _record(out, SimpleCommand("", [], redirects)) if redirects else None
     program, computed = _program(values[0], kept[0] if kept else None, out)
     if " " in program.strip() and not computed:  # `x="rm -rf"; $x /`
         values = program.split() + values[1:]
@@ -303,6 +305,8 @@ def _strip_wrappers(values: list[str], words: list[Word], out: Analysis, depth: 
 def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, str]) -> None:
     """What the command runs as code of its own: `-c` strings, eval, stdin scripts, ..."""
     program, args = cmd.program, cmd.args
+    if cmd.from_xargs and (program in SHELLS or program in ("eval", "source", ".")):
+        out.gate(f"xargs feeds {program} code the hook cannot see", rule="run-substitution")
     if program in SHELLS:
         script = shell_script(cmd)
         if script is not None:
@@ -320,8 +324,14 @@ def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, s
                      "see it", rule="run-substitution")
         if program == "eval":
             _script(" ".join(args), out, depth + 1, variables)
-    elif program == "su" and "-c" in args[:-1]:
-        _script(args[args.index("-c") + 1], out, depth + 1, variables)
+    elif program in ("su", "script", "runuser") and (idx := next((
+            i for i, a in enumerate(args[:-1]) if a == "--command" or re.fullmatch(
+                r"-[a-zA-Z]*c", a)), None)) is not None:
+        _script(args[idx + 1], out, depth + 1, variables)
+    elif program == "alias":
+        for arg in args:
+            if "=" in arg:
+                _script(arg.split("=", 1)[1], out, depth + 1, variables)
     elif program == "watch":
         rest = [a for a in args if not a.startswith("-")]
         _script(" ".join(rest), out, depth + 1, variables)
