@@ -189,13 +189,83 @@ def test_schema_problems_and_numbering_reported_together() -> None:
     del plan["steps"][3]["description"]
     plan["extra"] = True
     problems = problems_of(plan)
-    assert "plan.extra: unknown field (a plan has only 'steps')" in problems
     assert "steps[0].kind: must be one of verify, action, backup, notify, wait" in problems
-    assert any(p.startswith("steps[1].notes: unknown field (a step has step, kind")
-               for p in problems)
+    assert "steps[1].step: expected 2 (steps are numbered 1..n in order), got 5" in problems
+    assert not any("extra" in p or "notes" in p for p in problems)  # dropped, not fatal
     assert "steps[3].description: required field is missing" in problems
     # steps[3] failed its schema but names goal 'cleanup': no second, spurious complaint.
     assert not any("not served" in p for p in problems)
+
+
+def test_extra_fields_are_dropped_and_noted() -> None:
+    plan = good_plan()
+    plan["summary"] = "Deploy v2, then clean up"
+    plan["steps"][0]["why"] = "staging first"
+    plan["steps"][2]["approved_action"]["risk"] = "medium"
+    plan["steps"][2]["approved_action"]["rollback"]["note"] = "v1 is warm"
+    valid = validate(plan)
+    assert valid["notes"] == [
+        "plan.summary: dropped (a plan has only 'steps')",
+        "steps[0].why: dropped (a step has step, kind, description, preconditions, touches, "
+        "recovery, constraints, approved_action)",
+        "steps[2].approved_action.risk: dropped (approved_action has goal_id, tool, args, "
+        "rollback)",
+        "steps[2].approved_action.rollback.note: dropped (action has tool, args)"]
+    assert {k: v for k, v in valid.items() if k != "notes"} == validate(good_plan())
+    # Without `args`, an extra field may be the arguments under another name: an error.
+    plan["steps"][3]["approved_action"] = {"goal_id": "cleanup", "tool": "Bash",
+                                           "arguments": {"command": "rm -rf /"},
+                                           "rollback": None}
+    assert any(p.startswith("steps[3].approved_action.arguments: unknown field")
+               for p in problems_of(plan))
+
+
+def test_summary_plan_is_approved_end_to_end(tmp_path: Path, workspace: Path) -> None:
+    fmt = CheckpointAnswerFormat(TOOLS, GOALS)
+    parsed = fmt.parse({"plan": {**good_plan(), "summary": "two goals, four steps"}})
+    assert parsed.data["notes"][0].startswith("plan.summary: dropped")
+    session, _ = init_session(tmp_path / "state", workspace, "Ship", TOOL_INFO)
+    ckpt = new_checkpoint_dir(session, objective="deploy", action_goals=GOALS)
+    record_result(ckpt, status="completed", plan=parsed.data, votes={}, elapsed=1)
+    record = active.load_active_plan(str(workspace))[1]
+    assert record is not None and len(record["approved"]) == 5
+    stored = json.loads((ckpt / "plan.json").read_text())
+    assert stored["plan"]["notes"] == parsed.data["notes"]
+
+
+@pytest.mark.parametrize("node, problem", [
+    ({"if": "x", "then": {"if": "y", "then": "rollback"}},
+     "steps[0].recovery.then.then: 'rollback' is not a recovery terminal"),
+    ({"if": "x", "then": "proceed", "else": {"compensate": {"tool": "Bash"}}},
+     "steps[0].recovery.else.then: required field is missing"),
+    ({"compensate": {"tool": "Bash", "args": {}}, "then": {"if": "  ", "then": "proceed"}},
+     "steps[0].recovery.then.if: must be a non-empty condition"),
+    ({"compensate": {"tool": "Bash", "args": {}}, "then": "proceed", "reason": 3},
+     "steps[0].recovery.reason: must be a string"),
+    ({"compensate": "undo", "then": "proceed"}, "steps[0].recovery.compensate: must be an object"),
+    ([1, 2], "steps[0].recovery: a recovery node is"),
+    ({"if": "x", "then": "proceed", "otherwise": "terminate"},
+     "steps[0].recovery.otherwise: unknown field"),
+])
+def test_recovery_tree_problems_name_their_path(node: Any, problem: str) -> None:
+    plan = good_plan()
+    plan["steps"][0]["recovery"] = node
+    assert any(p.startswith(problem) for p in problems_of(plan)), problems_of(plan)
+
+
+def test_deep_recovery_tree_is_refused_not_recursed() -> None:
+    node: Any = "terminate"
+    for _ in range(5000):
+        node = {"if": "x", "then": node}
+    plan = good_plan()
+    plan["steps"][0]["recovery"] = node
+    assert problems_of(plan) == ["steps[0].recovery: recovery is nested too deeply"]
+
+
+def test_recovery_is_normalized() -> None:
+    plan = good_plan()
+    plan["steps"][0]["recovery"] = {"if": "  down  ", "then": "terminate", "reason": None}
+    assert validate(plan)["steps"][0]["recovery"] == {"if": "down", "then": "terminate"}
 
 
 def test_step_numbers_must_run_in_order() -> None:
