@@ -530,7 +530,7 @@ def test_broken_index_suspends_approvals_only(planned: Path) -> None:
     index.write_text("{truncated")
     assert run_hook(call("Bash", {"command": "ls"}, planned))[:2] == (0, None)
     _, out, err = run_hook(call("Bash", {"command": "rm -rf /srv/app/releases/v0"}, planned))
-    verdict, reason = decision(out)
+    verdict, _ = decision(out)
     assert verdict == "deny" and "index" in err and "unreadable" in err
 
 

@@ -177,7 +177,7 @@ def _dedup(findings: list[Finding]) -> list[Finding]:
 
 
 def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[Finding]:
-    out: list[Finding] = []
+    out: list[Finding | None] = []
     for op, target in cmd.redirects:
         if ">" in op:
             out.append(scope.write_finding(target, verb="redirects output to"))

@@ -133,9 +133,8 @@ class _Lexer:
                 self.tokens.append(word)
         if self.nested:
             self.problems.append("a `$(` or `<(` is never closed")
-        if self.pending:
-            for redir, _, _ in self.pending:
-                redir.body = ""
+        for pending, _, _ in self.pending:
+            pending.body = ""
         return len(s)
 
     def _match(self, options: tuple[str, ...]) -> str | None:
@@ -149,9 +148,8 @@ class _Lexer:
         while self.i < len(self.s) and self.s[self.i] in " \t":
             self.i += 1
         target = None
-        if self.i < len(self.s) and self.s[self.i] not in _WORD_END:
-            target = self._word()
-        elif self.s.startswith(("<(", ">("), self.i):
+        if (self.i < len(self.s) and self.s[self.i] not in _WORD_END) or self.s.startswith(
+                ("<(", ">("), self.i):
             target = self._word()
         redir = Redir(op, target)
         self.tokens.append(redir)
@@ -215,7 +213,7 @@ class _Lexer:
         return w
 
     def _double(self, w: Word) -> str:
-        s, out = self.s, []
+        s, out = self.s, list[str]()
         while self.i < len(s):
             c = s[self.i]
             if c == '"':

@@ -171,7 +171,8 @@ def _plan_decision(plan: dict[str, Any], approved: list[dict[str, Any]],
                              f"{_step_label(entry)}: {entry.get('description', '')}")
     target = (related or [e for e in approved if same_tool(e["tool"], tool)]
               or [e for e in approved if e["role"] == "action"] or approved)[0]
-    step = next((s for s in plan.get("steps", []) if s.get("step") == target["step"]), {})
+    step: dict[str, Any] = next(
+        (s for s in plan.get("steps", []) if s.get("step") == target["step"]), {})
     after = ", ".join(p.split(":", 1)[-1].split(".", 1)[0] for p in step.get("preconditions", []))
     why = f" Safety policy: {_findings_text(findings)}." if findings else ""
     return "deny", (

@@ -211,10 +211,10 @@ def _subst_vars(word: Word, variables: dict[str, str]) -> str:
 def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
              variables: dict[str, str]) -> SimpleCommand | None:
     for word in words:
-        for kind, body in word.subs:
+        for _kind, body in word.subs:
             _script(body, out, depth + 1, variables)
     for redir in redirs:
-        for kind, body in redir.target.subs if redir.target else ():
+        for _kind, body in redir.target.subs if redir.target else ():
             _script(body, out, depth + 1, variables)
     i = 0
     while i < len(words) and (m := _ASSIGNMENT.match(words[i].value)):
@@ -313,7 +313,7 @@ def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, s
             _script(script, out, depth + 1, variables)
         elif cmd.stdin_code is not None and not cmd.positionals():
             _script(cmd.stdin_code, out, depth + 1, variables)
-        sources = [*cmd.words[1:], *(r.target for r in cmd.redir_words)]
+        sources = [*cmd.words[1:], *(r.target for r in cmd.redir_words if r.target)]
         if any(w.subs and w.subs[0][0] == "in" for w in sources):
             out.gate(f"runs the output of a process substitution with {program}",
                      rule="run-substitution")

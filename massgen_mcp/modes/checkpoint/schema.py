@@ -386,11 +386,12 @@ def validate_checkpoint_plan(
         if goal:
             mapped.add(goal)
         steps.append((step, recovery))
-    for goal in goals:
-        if goal["id"] not in mapped:
+    for wanted in goals:
+        if wanted["id"] not in mapped:
             check.problems.append(
-                f"action goal '{goal['id']}' ({goal['description']}) is not served by any "
-                f"approved_action: add a step whose approved_action.goal_id is '{goal['id']}'")
+                f"action goal '{wanted['id']}' ({wanted['description']}) is not served by any "
+                f"approved_action: add a step whose approved_action.goal_id is "
+                f"'{wanted['id']}'")
     if check.problems:
         raise AnswerRejected(check.problems)
     plan: dict[str, Any] = {"steps": [_dump(step, tree) for step, tree in steps]}

@@ -32,9 +32,11 @@ from massgen_mcp.hook.active import (
     clear_active_plan,
     read_json,
     register_workspace,
-    session_id_for as hook_session_id,
     set_active_plan,
     write_json_atomic,
+)
+from massgen_mcp.hook.active import (
+    session_id_for as hook_session_id,
 )
 from massgen_mcp.hook.policy import merge_criteria
 from massgen_mcp.modes.checkpoint.schema import normalize_goals
