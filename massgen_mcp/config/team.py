@@ -56,7 +56,8 @@ class _Lenient(BaseModel):
     """Accepts MassGen keys we do not implement (logged and ignored), but turns a near-miss
     of a key we *do* implement into an error, so `temperture: 0.2` is not silently lost."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # No infinite or NaN limits: `.inf` seconds overflows the SDKs long after loading.
+    model_config = ConfigDict(extra="allow", populate_by_name=True, allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod
