@@ -12,9 +12,11 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
-from massgen_mcp.config.env import Environment, expand_vars
+from massgen_mcp.config.env import Environment
 from massgen_mcp.config.providers import PROVIDERS, provider_for_base_url
 from massgen_mcp.config.team import AgentConfig, AgentSpec, Team, TeamConfig
+from massgen_mcp.config.trust import expand_team_vars
+from massgen_mcp.config.yaml_file import check_path_text, read_yaml
 from massgen_mcp.errors import ConfigError, MissingKeyError, format_validation_error
 from massgen_mcp.urls import is_loopback_url
 
@@ -79,7 +81,7 @@ def team_from_data(
         data["orchestrator"] = orch
     for section in ("ui", "logging"):
         data.pop(section, None)
-    data = expand_vars(data, env, "")
+    data = expand_team_vars(data, env)  # secrets and endpoints only, never prompts
     try:
         team = TeamConfig.model_validate(data)
     except ValidationError as e:
@@ -89,23 +91,9 @@ def team_from_data(
 
 
 def load_team_file(path: str | Path, env: Environment | None = None) -> Team:
-    """Load and validate a team YAML file."""
-    import yaml
-
+    """Load and validate a team YAML file (size, aliases and nesting bounded)."""
     p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: team file not found") from None
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read team file: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(f"{p.name}: not valid YAML{at}: {problem}") from None
+    data = read_yaml(p)
     return team_from_data(data, p.name, env, name=p.stem)
 
 
@@ -123,6 +111,7 @@ def bundled_team_names() -> list[str]:
 
 def load_team(name_or_path: str, env: Environment | None = None) -> Team:
     """A team by bundled name (`frontier`, `local`, ...) or by YAML file path."""
+    check_path_text(name_or_path)
     candidate = Path(name_or_path).expanduser()
     if candidate.suffix in {".yaml", ".yml"} or candidate.exists() or "/" in name_or_path:
         return load_team_file(candidate, env)

@@ -87,8 +87,17 @@ def serve(args: argparse.Namespace) -> int:
               "(clients send 'Authorization: Bearer <token>'), or bind 127.0.0.1.",
               file=sys.stderr)
         return 2
+    from massgen_mcp.config.trust import TeamPolicy
+
+    try:
+        policy = TeamPolicy.create(args.team_dir, args.allow_team_path,
+                                   [args.team, args.checkpoint_team])
+    except MassgenError as e:
+        print(f"massgen-mcp: {e}", file=sys.stderr)
+        return 2
     app = App(state_dir(args.state_dir), default_team=args.team,
-                      checkpoint_team=args.checkpoint_team)
+              checkpoint_team=args.checkpoint_team, team_policy=policy,
+              allow_secret_files=args.allow_secret_files)
     for name in filter(None, (args.team, args.checkpoint_team)):
         try:
             from massgen_mcp.config.load import load_team
