@@ -45,6 +45,7 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] | None = None) -> None:
         keys = {k for k in (secrets or ()) if isinstance(k, str) and len(k) >= _MIN_SECRET}
+        self.secrets = frozenset(keys)
         forms: set[str] = set()
         for k in keys:
             forms |= {k, quote(k, safe=""), quote_plus(k), json.dumps(k)[1:-1]}
@@ -54,6 +55,10 @@ class Redactor:
         # A lookahead finds every (overlapping) start of a piece; spans are merged below.
         self._pieces = re.compile("(?=(" + "|".join(map(re.escape, sorted(grams))) + "))") \
             if grams else None
+
+    def extended(self, more: Iterable[str]) -> Redactor:
+        """A redactor for these secrets and `more`."""
+        return Redactor([*self.secrets, *more])
 
     def text(self, s: str) -> str:
         s = safe_text(s)

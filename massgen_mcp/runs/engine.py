@@ -273,7 +273,7 @@ class Engine:
             run_dir=live.record.dir,
             startup_timeout=cfg.tool_server_startup_timeout_seconds,
             call_timeout=cfg.tool_call_timeout_seconds,
-            on_event=live.on_event))
+            on_event=live.on_event, redactor=live.record.redact))
 
     def _stopped(self, live: LiveRun, team: Team, task: str, status: str,
                  error: str | None = None, after: Callable[[RunResult], Any] | None = None
