@@ -46,6 +46,9 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     p.add_argument("--allowed-host", action="append", default=default([]), metavar="NAME",
                    help="an extra Host name clients use to reach a non-loopback server; "
                         "repeatable (this machine's names are allowed already)")
+    p.add_argument("--request-timeout", type=float, default=default(15.0), metavar="SECONDS",
+                   help="HTTP: close a connection whose request has not fully arrived in this "
+                        "time (default 15)")
     p.add_argument("--team", default=default(None),
                    help="default team for every tool call: a bundled name or a team YAML path "
                         "(a call's own team/models wins)")

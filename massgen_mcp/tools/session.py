@@ -11,6 +11,14 @@ Each session lives in one task of its own (open, signal ready, wait for close), 
 cancel scopes are entered and left by the same task whatever the caller does; leaving the
 ``open_toolboxes`` block for any reason closes every session, and the SDK then stops each
 stdio server (close stdin, wait, SIGTERM/SIGKILL to its process group, every wait bounded).
+
+Why not the SDK's ``ClientSessionGroup``: it connects servers one after another in the
+caller's task with no per-server start-up deadline, a server that fails to connect raises
+instead of being dropped, it closes sessions from other tasks than the ones that opened
+them (anyio cancel scopes forbid that when a server is still starting), and it names tools
+by the server's self-reported name where we need the config's name (``mcp__<name>__<tool>``)
+and per-agent filters. What it does well is reused: one ``AsyncExitStack`` per session.
+Every stdio server is started through ``guard.py`` so that no kill timing leaves an orphan.
 """
 
 from __future__ import annotations
