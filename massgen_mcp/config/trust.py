@@ -128,17 +128,18 @@ def check_restricted(data: Any, where: str) -> None:
     agents = data.get("agents")
     if agents is None and "agent" in data:
         agents = [data["agent"]]
+    found = []
     for i, agent in enumerate(agents if isinstance(agents, list) else []):
         backend = agent.get("backend") if isinstance(agent, dict) else None
-        if not isinstance(backend, dict):
-            continue
-        for key in backend:
-            if key in _PROCESSES or key in _REDIRECTING:
-                what = "start processes" if key in _PROCESSES else "change where keys go"
-                raise ConfigError(
-                    f"{where}: agents[{i}].backend.{key}: a team file named by a tool call may "
-                    f"not {what}; move the file into a --team-dir, or have the operator start "
-                    f"the server with {ALLOW_FLAG}=full")
+        if isinstance(backend, dict):
+            found += [f"agents[{i}].backend.{k}" for k in backend
+                      if k in _PROCESSES or k in _REDIRECTING]
+    if found:
+        raise ConfigError(
+            f"{where}: {', '.join(found)}: a team file named by a tool call may not start "
+            "processes (mcp_servers) or change where keys go (base_url, api_key, headers); "
+            f"move the file into a --team-dir, or have the operator start the server with "
+            f"{ALLOW_FLAG}=full")
 
 
 def expand_team_vars(data: Any, env: Any, where: str = "") -> Any:
