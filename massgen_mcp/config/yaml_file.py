@@ -9,7 +9,9 @@ RecursionError. `read_yaml_async` parses in a worker thread, so other clients ar
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,8 @@ MAX_BYTES = 1_000_000
 MAX_ALIASES = 200
 MAX_NODES = 200_000  # nodes after alias expansion: what the parsed value would hold
 MAX_DEPTH = 64
+MAX_RAW_BRACKETS = 200  # before parsing, counting brackets in strings too
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -70,8 +74,21 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
     return memo[key]
 
 
+def _bracket_depth(text: str) -> int:
+    """The deepest `[`/`{` nesting, counting brackets inside strings too (an upper bound)."""
+    brackets = _NOT_BRACKET.sub("", text)
+    if not brackets:
+        return 0
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets))
+
+
 def parse_yaml(text: str, where: str) -> Any:
     """Parse YAML text within the limits; a ConfigError names the file and the problem."""
+    # PyYAML's scanner reads a whole flow collection ahead looking for a key, in time
+    # quadratic in its depth: refuse absurd nesting before it starts.
+    if _bracket_depth(text) > MAX_RAW_BRACKETS:
+        raise ConfigError(f"{where}: refused: brackets nested more than {MAX_RAW_BRACKETS} "
+                          f"deep; a team file is nested a few levels (at most {MAX_DEPTH})")
     loader = _BoundedLoader(text)
     try:
         node = loader.get_single_node()
