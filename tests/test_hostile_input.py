@@ -195,7 +195,7 @@ async def test_alias_bomb_is_refused_in_bounded_memory_and_others_are_served(
 def test_deep_nesting_nul_and_devices_get_clear_errors(tmp_path: Path) -> None:
     deep = tmp_path / "deep.yaml"
     deep.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(ConfigError, match="nested more than (64 levels|200)"):
+    with pytest.raises(ConfigError, match=r"nested more than (64 levels|200)"):
         load_team(str(deep))
     deep.write_text("- " * 100_000 + "x\n")
     with pytest.raises(ConfigError, match="nested more than 64 levels"):
