@@ -28,6 +28,8 @@ KEY_SHAPES = re.compile(
     r"xai-[A-Za-z0-9]{8,}|gsk_[A-Za-z0-9]{8,})")
 MASK = "***"
 PIECE = 8  # the shortest run of a key's characters that is redacted on its own
+_CACHE_FROM = 256  # strings this long are remembered once redacted
+_CACHE_SIZE = 512
 _MIN_SECRET = 6  # shorter values (a port, "none") would redact ordinary text
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Variables in a tool server's `env` whose values are secrets (also redacted in its logs).
@@ -50,34 +52,51 @@ class Redactor:
         for k in keys:
             forms |= {k, quote(k, safe=""), quote_plus(k), json.dumps(k)[1:-1]}
         self.known = sorted(forms, key=len, reverse=True)
-        grams = {f[i:i + PIECE] for f in forms if len(f) >= PIECE
-                 for i in range(len(f) - PIECE + 1)}
-        # A lookahead finds every (overlapping) start of a piece; spans are merged below.
-        self._pieces = re.compile("(?=(" + "|".join(map(re.escape, sorted(grams))) + "))") \
-            if grams else None
+        self._cache: dict[str, str] = {}
+        self._grams = {f[i:i + PIECE] for f in forms if len(f) >= PIECE
+                       for i in range(len(f) - PIECE + 1)}
+        # Pieces can only lie in runs of the keys' own characters: find those runs first
+        # (fast, in the regex engine), then look their 8-character windows up in a set.
+        alphabet = "".join(sorted({c for g in self._grams for c in g}))
+        self._runs = re.compile(f"[{re.escape(alphabet)}]{{{PIECE},}}") if alphabet else None
 
     def extended(self, more: Iterable[str]) -> Redactor:
         """A redactor for these secrets and `more`."""
         return Redactor([*self.secrets, *more])
 
     def text(self, s: str) -> str:
+        if len(s) < _CACHE_FROM:
+            return self._text(s)
+        # status.json is rewritten with the same long answers many times in a run.
+        done = self._cache.get(s)
+        if done is None:
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            done = self._cache[s] = self._text(s)
+        return done
+
+    def _text(self, s: str) -> str:
         s = safe_text(s)
         for k in self.known:
             if k in s:
                 s = s.replace(k, MASK)
-        if self._pieces is not None:
+        if self._runs is not None:
             s = self._mask_pieces(s)
         return KEY_SHAPES.sub(MASK, s)
 
     def _mask_pieces(self, s: str) -> str:
-        assert self._pieces is not None
+        assert self._runs is not None
         spans: list[list[int]] = []
-        for m in self._pieces.finditer(s):
-            start, end = m.start(), m.start() + len(m.group(1))
-            if spans and start <= spans[-1][1]:
-                spans[-1][1] = max(spans[-1][1], end)
-            else:
-                spans.append([start, end])
+        grams = self._grams
+        for run in self._runs.finditer(s):
+            token, base = run.group(), run.start()
+            for i in range(len(token) - PIECE + 1):
+                if token[i:i + PIECE] in grams:
+                    start, end = base + i, base + i + PIECE
+                    if spans and start <= spans[-1][1]:
+                        spans[-1][1] = end
+                    else:
+                        spans.append([start, end])
         if not spans:
             return s
         out, at = [], 0
@@ -89,17 +108,20 @@ class Redactor:
 
     def json(self, obj: Any, **dumps: Any) -> str:
         """`obj` as JSON text, redacted (the form every record file is written in)."""
-        return self.text(json.dumps(obj, ensure_ascii=False, default=str, **dumps))
+        return json.dumps(self.value(obj), ensure_ascii=False, **dumps)
 
     def value(self, obj: Any) -> Any:
-        """A JSON-like value with every string redacted (keys of mappings included)."""
+        """A JSON-like value with every string redacted (keys of mappings included); other
+        objects become their redacted `str()`."""
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, Mapping):
             return {self.value(k): self.value(v) for k, v in obj.items()}
         if isinstance(obj, list | tuple):
             return [self.value(v) for v in obj]
-        return obj
+        if obj is None or isinstance(obj, bool | int | float):
+            return obj
+        return self.text(str(obj))
 
 
 def configured_secrets(team: Team | None = None, env: Mapping[str, str] | None = None
