@@ -21,6 +21,7 @@ Even then such a file may not start processes (`mcp_servers`) or change where ke
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -142,8 +143,14 @@ def check_restricted(data: Any, where: str) -> None:
             f"{ALLOW_FLAG}=full")
 
 
-def expand_team_vars(data: Any, env: Any, where: str = "") -> Any:
-    """`${VAR}` expanded in the fields that hold secrets or endpoints, and nowhere else."""
+def expand_team_vars(data: Any, env: Any, *,
+                     placeholders: Callable[[Any], Mapping[str, str]] | None = None,
+                     errors: list[str] | None = None) -> Any:
+    """`${VAR}` expanded in the fields that hold secrets or endpoints, and nowhere else.
+
+    `placeholders(agent)` gives names that are not environment variables (MassGen's
+    `${cwd}`); `errors` collects unset variables instead of raising (see `expand_vars`).
+    """
     if not isinstance(data, dict):
         return data
     agents = data.get("agents")
@@ -154,7 +161,9 @@ def expand_team_vars(data: Any, env: Any, where: str = "") -> Any:
     for i, agent in enumerate(agents):
         backend = agent.get("backend") if isinstance(agent, dict) else None
         if isinstance(backend, dict):
-            backend = {k: expand_vars(v, env, f"{where}agents[{i}].backend.{k}")
+            names = placeholders(agent) if placeholders else None
+            backend = {k: expand_vars(v, env, f"agents[{i}].backend.{k}", placeholders=names,
+                                      errors=errors)
                        if k in _EXPANDED else v for k, v in backend.items()}
             agent = {**agent, "backend": backend}
         out["agents"].append(agent)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import yaml  # type: ignore[import-untyped]
+import yaml
 
 from massgen_mcp.errors import ConfigError
 

@@ -99,6 +99,8 @@ class Engine:
         meta = {"task": task, "team": team.name, "source": team.source, "mode": mode,
                 "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
                            for a in team.agents]}
+        if team.warnings:  # keys of the team file accepted but not honoured
+            meta["warnings"] = list(team.warnings)
         live = LiveRun(run_id, RunRecord(self.state, run_id, redactor, meta))
         # status.json exists from the start, so a run whose process dies is never lost
         live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
@@ -156,6 +158,7 @@ class Engine:
                     if live.cancel_requested:
                         orch.cancel(self._cancel_status())
                     result = await orch.run()
+                    result.notes = [*team.warnings, *result.notes]
                     # Final now: record it and wake whoever waits before the agents' tool
                     # servers are stopped (about a second per server, off the answer's path).
                     self._finish(live, result, after)
@@ -261,6 +264,16 @@ class Engine:
         return out
 
     async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun) -> dict[str, Any]:
+        boxes = await self._mcp_toolboxes(stack, team, live)
+        if team.orchestrator.context_paths:  # read-only file tools, served in-process
+            from massgen_mcp.tools.files import with_file_tools
+
+            boxes = with_file_tools(boxes, [a.id for a in team.agents],
+                                    team.orchestrator.context_paths)
+        return boxes
+
+    async def _mcp_toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun
+                             ) -> dict[str, Any]:
         if not any(a.backend.servers() for a in team.agents):
             return {}
         from massgen_mcp.tools.session import (
@@ -289,6 +302,7 @@ class Engine:
             result = RunResult(run_id=live.run_id, status="failed", task=task[:500],
                                team=team.name, log_dir=str(live.record.dir))
         result.status = status  # type: ignore[assignment]
+        result.notes = [*team.warnings, *result.notes]
         if status == "interrupted":
             error = error or f"{self.stop_reason}; this is the best answer so far"
         if error:
@@ -332,8 +346,8 @@ class Engine:
 
 def _backend_key(spec: AgentSpec) -> str | None:
     """What makes two agents' backends interchangeable; None for backends bound to a call
-    (sampling talks to the calling client's session)."""
-    if spec.provider.wire == "sampling":
+    (sampling talks to the calling client's session; a function is looked up per run)."""
+    if spec.provider.wire in ("sampling", "function"):
         return None
     key = spec.api_key.get_secret_value() if spec.api_key else ""
     options = spec.backend.model_dump_json(exclude={"api_key", "mcp_servers", "allowed_tools",

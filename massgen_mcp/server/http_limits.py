@@ -28,7 +28,7 @@ class TimedH11Protocol(H11Protocol):
 
     read_timeout = REQUEST_READ_TIMEOUT
 
-    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+    def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self._read_timer: asyncio.TimerHandle | None = None
         self._arm()
