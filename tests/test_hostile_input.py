@@ -89,6 +89,11 @@ async def test_with_allow_team_path_such_files_cannot_start_processes_or_redirec
         (tmp_path / "one.yaml").write_text(yaml.safe_dump(one))
         r = await call(app, "run_consensus", {"task": "x", "team": "one.yaml"})
         assert r.is_error and f"backend.{field}" in r.content[0].text
+    reader = {"agents": [{"id": "a", "backend": {"type": "openai", "model": "m"}}],
+              "orchestrator": {"context_paths": [{"path": str(Path.home() / ".ssh")}]}}
+    (tmp_path / "reader.yaml").write_text(yaml.safe_dump(reader))
+    r = await call(app, "run_consensus", {"task": "x", "team": "reader.yaml"})
+    assert r.is_error and "orchestrator.context_paths" in r.content[0].text
     assert not marker.exists() and provider.requests == []
 
 

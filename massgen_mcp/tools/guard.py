@@ -33,7 +33,10 @@ _stop: list[str] = []  # what the signal handlers saw: "term" or "orphaned"
 
 
 def _arm_parent_death(sig: int) -> None:
-    """Ask the kernel for `sig` when our parent exits (Linux); elsewhere polling does it."""
+    """Ask the kernel for `sig` when our parent exits (Linux); elsewhere polling does it.
+
+    The kernel sends it when the parent *thread* that started us ends: massgen-mcp starts
+    servers from its event loop, which lives as long as the process."""
     if not sys.platform.startswith("linux"):
         return
     try:
