@@ -10,8 +10,9 @@ hostile repository. So over MCP, `team` names
 - the operator's own `--team` / `--checkpoint-team` value.
 
 Anything else is refused unless the operator started the server with `--allow-team-path`.
-Even then such a file may not start processes (`mcp_servers`) or change where keys go
-(`base_url`, `api_key`, headers), unless the operator chose `--allow-team-path=full`.
+Even then such a file may not start processes (`mcp_servers`), read files
+(`orchestrator.context_paths`) or change where keys go (`base_url`, `api_key`, headers),
+unless the operator chose `--allow-team-path=full`.
 
 `${VAR}` expands only in fields that hold secrets or endpoints (a backend's `api_key`,
 `base_url`, `api_version`, and its `mcp_servers`), never in prompts such as
@@ -123,13 +124,16 @@ def _dirs_text(policy: TeamPolicy) -> str:
 
 
 def check_restricted(data: Any, where: str) -> None:
-    """Refuse a restricted team file that starts processes or redirects keys."""
+    """Refuse a restricted team file that starts processes, reads files or redirects keys."""
     if not isinstance(data, dict):
         return
     agents = data.get("agents")
     if agents is None and "agent" in data:
         agents = [data["agent"]]
     found = []
+    orchestrator = data.get("orchestrator")
+    if isinstance(orchestrator, dict) and orchestrator.get("context_paths"):
+        found.append("orchestrator.context_paths")  # would let the agents read those files
     for i, agent in enumerate(agents if isinstance(agents, list) else []):
         backend = agent.get("backend") if isinstance(agent, dict) else None
         if isinstance(backend, dict):
@@ -138,7 +142,8 @@ def check_restricted(data: Any, where: str) -> None:
     if found:
         raise ConfigError(
             f"{where}: {', '.join(found)}: a team file named by a tool call may not start "
-            "processes (mcp_servers) or change where keys go (base_url, api_key, headers); "
+            "processes (mcp_servers), read files (context_paths) or change where keys go "
+            "(base_url, api_key, headers); "
             f"move the file into a --team-dir, or have the operator start the server with "
             f"{ALLOW_FLAG}=full")
 
