@@ -50,7 +50,8 @@ async def run(
     chosen = await app.team_for(models=models, team=team,
                                 max_answers_per_agent=max_answers_per_agent,
                                 timeout_s=timeout_s, max_total_tokens=max_total_tokens)
-    return await app.consensus(chosen, task, context=app.context_for(context, files)).start()
+    context = app.context_for(context, files, trusted=True)  # the caller is the operator
+    return await app.consensus(chosen, task, context=context).start()
 
 
 def run_sync(task: str, **kwargs: Any) -> RunResult:

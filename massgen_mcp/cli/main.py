@@ -46,11 +46,24 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     p.add_argument("--allowed-host", action="append", default=default([]), metavar="NAME",
                    help="an extra Host name clients use to reach a non-loopback server; "
                         "repeatable (this machine's names are allowed already)")
+    p.add_argument("--request-timeout", type=float, default=default(15.0), metavar="SECONDS",
+                   help="HTTP: close a connection whose request has not fully arrived in this "
+                        "time (default 15)")
     p.add_argument("--team", default=default(None),
                    help="default team for every tool call: a bundled name or a team YAML path "
                         "(a call's own team/models wins)")
     p.add_argument("--checkpoint-team", default=default(None),
                    help="reviewer team for the checkpoint tool (bundled name or YAML path)")
+    p.add_argument("--team-dir", action="append", default=default([]), metavar="DIR",
+                   help="a directory of team YAML files tool calls may name (by name or path); "
+                        "repeatable; ~/.config/massgen-mcp/teams is always one")
+    p.add_argument("--allow-team-path", nargs="?", const="restricted", default=default(None),
+                   choices=["restricted", "full"],
+                   help="let tool calls name a team file anywhere; 'restricted' (the default "
+                        "when given) refuses mcp_servers, base_url, api_key and headers in it, "
+                        "'full' trusts it like --team")
+    p.add_argument("--allow-secret-files", action="store_true", default=default(False),
+                   help="let tool calls pass secret files (.env, keys, credentials) in `files`")
     p.add_argument("--state-dir", default=default(None),
                    help="where runs, plans and checkpoints are kept (default: $MASSGEN_MCP_HOME "
                         "or ./.massgen)")
@@ -215,7 +228,7 @@ async def _run_once(args: argparse.Namespace, command: str, listener: Any) -> An
     team = await app.team_for(models=args.models, team=args.team,
                               max_answers_per_agent=args.max_answers, timeout_s=args.timeout_s,
                               max_total_tokens=args.max_total_tokens)
-    context = app.context_for(args.context, args.files)
+    context = app.context_for(args.context, args.files, trusted=True)  # the user typed them
     if command == "plan":
         prepared = app.plan(team, args.goal, depth=args.depth, constraints=args.constraints,
                             context=context, listener=listener)

@@ -63,7 +63,8 @@ class _Lenient(BaseModel):
     `massgen_keys.py`, which also turns a near-miss of a key we *do* implement into an
     error, so `temperture: 0.2` is not silently lost)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # No infinite or NaN limits: `.inf` seconds overflows the SDKs long after loading.
+    model_config = ConfigDict(extra="allow", populate_by_name=True, allow_inf_nan=False)
 
     @classmethod
     def known_keys(cls) -> set[str]:
