@@ -34,12 +34,15 @@ class App:
         cwd: Path | None = None,
         team_policy: TeamPolicy | None = None,
         allow_secret_files: bool = False,
+        allow_cli_agents: bool = False,
     ) -> None:
         self.cwd = (cwd or Path.cwd()).resolve()
         #: What teams named by tool calls may be (the operator's own choices are trusted).
         self.team_policy = team_policy or TeamPolicy.create(
             operator_teams=[default_team, checkpoint_team])
         self.allow_secret_files = allow_secret_files
+        #: May a tool call's `models` (or a restricted team file) start a coding-agent CLI?
+        self.allow_cli_agents = allow_cli_agents
         self.env = env or Environment(dotenv_dir=self.cwd)
         self.engine = Engine(state or state_dir(cwd=self.cwd), self.env)
         self.default_team = default_team
@@ -84,6 +87,8 @@ class App:
             chosen = await anyio.to_thread.run_sync(lambda: resolve_team(
                 models=models, team=team, default_team=default_team, env=self.env,
                 sampling_available=sampling_available, extra_models=extra))
+            if from_tool and models:
+                self._check_cli_agents(chosen, "models")
         return chosen.with_overrides(
             max_new_answers_per_agent=max_answers_per_agent,
             orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens)
@@ -100,7 +105,22 @@ class App:
         data = await read_yaml_async(path, regular_only=True)
         if source.restricted:
             check_restricted(data, path.name)
-        return team_from_data(data, path.name, self.env, name=path.stem)
+        chosen = team_from_data(data, path.name, self.env, name=path.stem)
+        if source.restricted:
+            self._check_cli_agents(chosen, path.name)
+        return chosen
+
+    def _check_cli_agents(self, team: Team, where: str) -> None:
+        """A coding-agent CLI is a process with the user's login and tools: a tool call may
+        only start one from a team the operator chose, unless they said otherwise."""
+        from massgen_mcp.backends.cli import CLI_WIRES
+
+        cli = [a.id for a in team.agents if a.provider.wire in CLI_WIRES]
+        if cli and not self.allow_cli_agents:
+            raise InputError(
+                f"{where}: {', '.join(cli)} would start a coding-agent CLI, which a tool call "
+                "may only do through a bundled team, the server's --team or a --team-dir "
+                "file; start the server with --allow-cli-agents to allow it")
 
     def context_for(self, context: str | None, files: list[str] | None,
                     trusted: bool = False) -> str | None:

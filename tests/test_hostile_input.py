@@ -33,10 +33,11 @@ def _own_config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def make_app(cwd: Path, env: dict[str, str] | None = None, *, team_dirs: list[str] | None = None,
-             path_access: str | None = None, allow_secret_files: bool = False) -> App:
+             path_access: str | None = None, allow_secret_files: bool = False,
+             allow_cli_agents: bool = False) -> App:
     return App(cwd / ".massgen", env=Environment(env or {}, dotenv_dir=cwd), cwd=cwd,
                team_policy=TeamPolicy.create(team_dirs, path_access),
-               allow_secret_files=allow_secret_files)
+               allow_secret_files=allow_secret_files, allow_cli_agents=allow_cli_agents)
 
 
 async def call(app: App, tool: str, args: dict[str, Any]) -> Any:
@@ -70,6 +71,20 @@ async def test_a_repo_team_file_is_refused_by_default(provider: ScriptedProvider
     assert r.is_error
     assert "outside them" in text and "--team-dir" in text and "--allow-team-path" in text
     assert not marker.exists() and provider.requests == []
+
+
+async def test_models_from_a_tool_call_cannot_start_a_coding_agent_cli(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    app = make_app(tmp_path)
+    r = await call(app, "run_consensus", {"task": "x", "models": "claude_code/sonnet,codex/gpt-5"})
+    assert r.is_error
+    text = r.content[0].text
+    assert "coding-agent CLI" in text and "--allow-cli-agents" in text
+    assert not (tmp_path / ".massgen" / "runs").exists()  # refused before any run began
+    # The operator can allow it; then the check is not what stops the call.
+    allowed = make_app(tmp_path, allow_cli_agents=True)
+    r = await call(allowed, "run_consensus", {"task": "x", "models": "claude_code/sonnet"})
+    assert "--allow-cli-agents" not in r.content[0].text
 
 
 async def test_with_allow_team_path_such_files_cannot_start_processes_or_redirect_keys(

@@ -64,6 +64,10 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                         "'full' trusts it like --team")
     p.add_argument("--allow-secret-files", action="store_true", default=default(False),
                    help="let tool calls pass secret files (.env, keys, credentials) in `files`")
+    p.add_argument("--allow-cli-agents", action="store_true", default=default(False),
+                   help="let tool calls put coding-agent CLIs (claude_code, codex, gemini_cli) "
+                        "on a team through `models` or a --allow-team-path file; bundled, "
+                        "--team and --team-dir teams may always use them")
     p.add_argument("--state-dir", default=default(None),
                    help="where runs, plans and checkpoints are kept (default: $MASSGEN_MCP_HOME "
                         "or ./.massgen)")

@@ -97,7 +97,8 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     app = App(state_dir(args.state_dir), default_team=args.team,
               checkpoint_team=args.checkpoint_team, team_policy=policy,
-              allow_secret_files=args.allow_secret_files)
+              allow_secret_files=args.allow_secret_files,
+              allow_cli_agents=args.allow_cli_agents)
     for name in filter(None, (args.team, args.checkpoint_team)):
         try:
             from massgen_mcp.config.load import load_team
