@@ -89,6 +89,10 @@ async def test_vote_for_agent_without_answer_is_rejected_then_retried(provider, 
     def picky(req: ScriptRequest):
         if not has_answered(req):
             return answer("answer one")
+        if "<agent2.1>" not in req.last_user_text:
+            # b has not answered yet (only when nothing holds a back): a plain vote, which
+            # b's answer clears; the bad vote below is always made with both answers in view
+            return vote("agent1", "the only answer so far")
         if not req.tool_results:
             return vote("agent7", "no such agent")
         return vote("agent1", "fixed")

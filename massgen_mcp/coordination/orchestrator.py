@@ -286,13 +286,14 @@ class Orchestrator:
     def _on_answer(self, a: AgentState, answer: ParsedAnswer) -> None:
         a.answers.append(answer)
         a.restart_pending = False
-        restarted = []
+        restarted = []  # agents whose vote or in-flight turn this answer makes stale
         for b in self.agents:
-            b.vote = None
+            voted, b.vote = b.vote is not None, None
             if b is a or not b.live:
                 continue
             b.restart_pending = True
-            if b.answers:  # first-answer protection: never interrupt an agent's first answer
+            # first-answer protection: never interrupt an agent's first answer
+            if b.answers and (voted or b.scope is not None):
                 restarted.append(b.spec.id)
                 if b.scope is not None:
                     b.scope.cancel()
