@@ -50,7 +50,7 @@ def notes(result, agent_id: str) -> list[str]:
 
 async def test_a_team_that_never_votes_ends_within_its_call_cap(provider, tmp_path: Path):
     """Every model re-submits its answer and the team file sets no limits."""
-    for i, wire in enumerate(WIRES):
+    for i in range(len(WIRES)):
         provider.script(f"stubborn-{i}", never_votes(f"my answer {i}"))
     team = make_team(provider, [(f"s{i}", w, f"stubborn-{i}") for i, w in enumerate(WIRES)])
     events: list[dict] = []

@@ -36,6 +36,7 @@ from massgen_mcp.config.team import Team
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState, Toolbox
 from massgen_mcp.coordination.answers import AnswerFormat, ParsedAnswer, TextAnswer
+from massgen_mcp.coordination.budget import Budget
 from massgen_mcp.coordination.converse import converse
 from massgen_mcp.coordination.presentation import present
 from massgen_mcp.coordination.result import (
@@ -54,7 +55,7 @@ from massgen_mcp.coordination.workflow import (
     vote_tool,
 )
 from massgen_mcp.errors import BackendError, TransientBackendError
-from massgen_mcp.messages import ToolCall, Usage
+from massgen_mcp.messages import ToolCall
 from massgen_mcp.urls import is_loopback_url
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,6 @@ class Orchestrator:
     ) -> None:
         self.team = team
         self.cfg = team.orchestrator
-        self.max_attempts_per_turn = self.cfg.max_attempts_per_turn
-        self.max_tool_calls_per_turn = self.cfg.max_tool_calls_per_turn
         self.task = task
         self.context = context
         self.fmt = answer_format or TextAnswer()
@@ -101,8 +100,9 @@ class Orchestrator:
             for spec in team.agents
         ]
         self._by_anon = {a.anon: a for a in self.agents}
-        self.call_cap = self.cfg.provider_call_cap(len(self.agents), len(toolboxes))
-        self._calls_started = 0
+        self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes),
+                             stop=lambda detail: self.cancel("budget_exceeded", detail),
+                             emit=self._emit)
         self._changed: anyio.Event | None = None
         self._stop_reason: RunStatus | None = None
         self._stop_detail: str | None = None
@@ -123,7 +123,7 @@ class Orchestrator:
         self._t0 = time.monotonic()
         self._changed = anyio.Event()
         self.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self._emit("run_started", max_provider_calls=self.call_cap, agents=[
+        self._emit("run_started", max_provider_calls=self.budget.call_cap, agents=[
             {"agent": a.spec.id, "anonymous_id": a.anon, "model": a.spec.model,
              "provider": a.spec.provider.name} for a in self.agents])
         if self.cfg.max_cost_usd is not None:
@@ -192,36 +192,6 @@ class Orchestrator:
             return (f"{self._stop_detail or 'the run used up its budget'}; "
                     "this is the best answer so far")
         return None
-
-    # ------------------------------------------------------------------ accounting (RunHooks)
-
-    def starting_call(self, a: AgentState) -> bool:
-        if self._stop_reason is not None:
-            return False
-        if self._calls_started >= self.call_cap:
-            self._emit("budget_exceeded", max_provider_calls=self.call_cap)
-            self.cancel("budget_exceeded", f"the run reached its cap of {self.call_cap} "
-                        "provider calls (max_provider_calls)")
-            return False
-        self._calls_started += 1
-        return True
-
-    def finished_call(self, a: AgentState, usage: Usage) -> None:
-        a.usage.add(usage)
-        budget = self.cfg.max_total_tokens
-        if budget is not None and sum(b.usage.total_tokens for b in self.agents) > budget:
-            self._emit("budget_exceeded", max_total_tokens=budget)
-            self.cancel("budget_exceeded", f"the run used more than max_total_tokens={budget}")
-        limit = self.cfg.max_cost_usd
-        if limit is not None:
-            cost = sum(b.cost_usd or 0.0 for b in self.agents)
-            if cost > limit:
-                self._emit("budget_exceeded", max_cost_usd=limit, cost_usd=round(cost, 6))
-                self.cancel("budget_exceeded", f"the run cost an estimated ${cost:.4f}, more "
-                            f"than max_cost_usd={limit:g}")
-
-    def emit(self, kind: str, **data: Any) -> None:
-        self._emit(kind, **data)
 
     # ------------------------------------------------------------------ the loop
 
@@ -317,8 +287,7 @@ class Orchestrator:
         voted = sum(1 for b in live if b.vote is not None)
         self._emit("vote", agent=a.spec.id, voted_for=target.spec.id, label=a.vote_label,
                    reason=d.reason, votes=voted, live_agents=len(live),
-                   message=f"{a.spec.id} voted for {target.spec.id} ({voted} of {len(live)} "
-                           f"agents have voted)")
+                   message=f"{a.spec.id} voted for {target.spec.id} (votes {voted}/{len(live)})")
         self._check_consensus()
 
     def _fail(self, a: AgentState, error: str) -> None:
@@ -382,7 +351,7 @@ class Orchestrator:
                 told_to_vote = True
             return outcome
 
-        return await converse(a, messages, tools, check, self)
+        return await converse(a, messages, tools, check, self.budget)
 
     # ------------------------------------------------------------------ the end
 
@@ -400,7 +369,8 @@ class Orchestrator:
         self._emit("presentation_started", agent=w.spec.id,
                    message=f"{w.spec.id} is presenting the final answer")
         self._final, presented = await present(w, self.agents, task=self.task,
-                                               context=self.context, fmt=self.fmt, hooks=self)
+                                               context=self.context, fmt=self.fmt,
+                                               hooks=self.budget)
         self._emit("presentation_done", agent=w.spec.id, presented=presented)
 
     def settle(self) -> None:
