@@ -4,6 +4,7 @@ messages, so every backend fails the same way and no message ever carries a key.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -31,11 +32,12 @@ TOOL_ERROR_PREFIX = "Error: "
 def ssl_context() -> ssl.SSLContext:
     """One TLS context for every client: building one loads the trust store, which takes
     ~0.1 s of blocking CPU, and each SDK client would otherwise build its own."""
-    try:
-        import httpx2 as httpx_module  # what the current SDKs use (honours SSL_CERT_FILE)
+    try:  # httpx2 is what the current SDKs use (it honours SSL_CERT_FILE)
+        httpx_module = importlib.import_module("httpx2")
     except ImportError:
-        import httpx as httpx_module
-    return httpx_module.create_ssl_context()
+        httpx_module = importlib.import_module("httpx")
+    context: ssl.SSLContext = httpx_module.create_ssl_context()
+    return context
 
 
 def new_call_id() -> str:
