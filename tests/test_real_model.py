@@ -130,7 +130,7 @@ def _assert_truthful(result: RunResult, team: Team) -> None:
     assert result.elapsed_seconds <= cfg.orchestrator_timeout_seconds + 5
 
 
-@pytest.mark.parametrize("n,timeout", [(1, 90.0), (3, 150.0)])
+@pytest.mark.parametrize("n,timeout", [(1, 60.0), (3, 90.0)])
 async def test_a_real_model_team_ends_bounded_and_truthful(smollm2: str, tmp_path: Path,
                                                            n: int, timeout: float) -> None:
     team = _team(smollm2, n, timeout)
