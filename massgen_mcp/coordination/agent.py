@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -42,6 +42,10 @@ class AgentState:
     usage: Usage = field(default_factory=Usage)
     scope: anyio.CancelScope | None = None
     notes: list[str] = field(default_factory=list)
+    # Provider-native tools (web search, code execution): what they cited and cost.
+    turn_sources: list[dict[str, str]] = field(default_factory=list)
+    answer_sources: list[dict[str, str]] = field(default_factory=list)
+    native_calls: dict[str, int] = field(default_factory=dict)
     # When this agent stops waiting for its peers' first answers (see Orchestrator._wait).
     wait_until: float | None = None
 
@@ -58,6 +62,17 @@ class AgentState:
         if self.price is None:
             return None
         return self.price.cost(self.usage.input_tokens, self.usage.output_tokens)
+
+    def add_native(self, provider_data: Any) -> None:
+        """Sources and billed calls of the provider's own tools (backends/native_tools.py)."""
+        native = provider_data.get("native") if isinstance(provider_data, dict) else None
+        if not isinstance(native, dict):
+            return
+        for source in native.get("sources") or []:
+            if source not in self.turn_sources:
+                self.turn_sources.append(source)
+        for tool, n in (native.get("calls") or {}).items():
+            self.native_calls[tool] = self.native_calls.get(tool, 0) + int(n)
 
     def note(self, text: str) -> None:
         """Record a repair or a recovered failure, once per distinct text."""

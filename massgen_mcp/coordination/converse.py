@@ -74,6 +74,7 @@ async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpe
         if e.status is not None or isinstance(e, TransientBackendError):
             hooks.finished_call(a, Usage(calls=1))  # the provider was reached
         raise
+    a.add_native(turn.provider_data)
     u = turn.usage
     hooks.finished_call(a, Usage(u.input_tokens, u.output_tokens, calls=1,
                                  estimated_input_tokens=u.estimated_input_tokens))

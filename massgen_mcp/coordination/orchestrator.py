@@ -204,6 +204,7 @@ class Orchestrator:
             if await self._wait_for_first_answers(a):
                 continue
             a.restart_pending = False
+            a.turn_sources = []
             with anyio.CancelScope() as scope:
                 a.scope = scope
                 try:
@@ -255,6 +256,7 @@ class Orchestrator:
 
     def _on_answer(self, a: AgentState, answer: ParsedAnswer) -> None:
         a.answers.append(answer)
+        a.answer_sources, a.turn_sources = a.turn_sources, []
         a.restart_pending = False
         restarted = []  # agents whose vote or in-flight turn this answer makes stale
         for b in self.agents:

@@ -41,6 +41,9 @@ class UsageInfo(BaseModel):
     cost_usd: float | None = Field(
         default=None, description="Estimated cost in US dollars from the price table; null "
                                   "when a model's price is unknown.")
+    native_tool_calls: dict[str, int] = Field(
+        default_factory=dict, description="Provider-side tool calls (web_search, "
+        "code_interpreter, ...), billed per call by the provider.")
 
 
 class AnswerInfo(BaseModel):
@@ -52,6 +55,9 @@ class AnswerInfo(BaseModel):
     text: str
     data: dict[str, Any] | None = Field(
         default=None, description="The structured answer (plan and checkpoint modes), if any.")
+    sources: list[dict[str, str]] = Field(
+        default_factory=list, description="Web sources ({url, title}) the provider's own "
+        "search cited while the agent wrote this answer.")
 
 
 class VoteInfo(BaseModel):
@@ -122,6 +128,9 @@ class RunResult(BaseModel):
     started_at: str = ""
     team: str = ""
     error: str | None = Field(default=None, description="Why the run failed or stopped early.")
+    notes: list[str] = Field(
+        default_factory=list, description="Warnings about the team: keys of its file that "
+        "were accepted but not honoured, and what the team loses.")
     log_dir: str = ""
 
     def summary_text(self) -> str:
@@ -179,7 +188,8 @@ def _usage_info(a: Agent) -> UsageInfo:
                      total_tokens=u.total_tokens, provider_calls=u.calls,
                      cancelled_calls=u.cancelled_calls,
                      estimated_input_tokens=u.estimated_input_tokens,
-                     cost_usd=round(cost, 6) if cost is not None else None)
+                     cost_usd=round(cost, 6) if cost is not None else None,
+                     native_tool_calls=dict(a.native_calls))
 
 
 def agent_status(a: Agent) -> AgentState:
@@ -252,7 +262,8 @@ def build_result(
                         voted_for_label=a.vote_label, reason=a.vote.reason)
                for a in agents if a.vote and a.vote.voted_for],
         answers=[AnswerInfo(label=a.label or "", agent_id=a.spec.id, model=a.backend.model,
-                            text=clip(a.answers[-1].text), data=a.answers[-1].data)
+                            text=clip(a.answers[-1].text), data=a.answers[-1].data,
+                            sources=a.answer_sources)
                  for a in agents if a.answers],
         agents=infos, totals=totals, elapsed_seconds=elapsed, started_at=started_at,
         team=team, error=error, log_dir=log_dir,
