@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_DEGRADED = 0, 1, 2, 3, 4
 
 
 def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
@@ -113,7 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one consensus and print the answer",
                          description="Run one consensus: progress on stderr, the final answer "
                                      "on stdout. Exit 0 completed, 1 failed, 2 bad usage or "
-                                     "config, 3 timeout/budget (best answer so far printed).")
+                                     "config, 3 timeout/budget (best answer so far printed), "
+                                     "4 degraded (the agents left agreed; some were dropped, "
+                                     "see stderr).")
     run.add_argument("task", help="the task or question for the team")
     _team_options(run)
 
@@ -219,6 +221,8 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
                   else result.summary_text(), file=sys.stderr)
     if status == "completed":
         return EXIT_OK
+    if status == "degraded":
+        return EXIT_DEGRADED
     return EXIT_PARTIAL if status in ("timeout", "budget_exceeded") else EXIT_FAILED
 
 
