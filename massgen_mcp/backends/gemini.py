@@ -160,7 +160,8 @@ class GeminiBackend:
                     thinking_budget=_BUDGETS.get(level, _MAX_BUDGET))
             else:  # xhigh and max become Gemini's highest level
                 config.thinking_config = types.ThinkingConfig(thinking_level=(
-                    level if level in types.ThinkingLevel.__members__ else "HIGH"))
+                    types.ThinkingLevel[level] if level in types.ThinkingLevel.__members__
+                    else types.ThinkingLevel.HIGH))
         return config
 
 
