@@ -14,6 +14,7 @@ from massgen_mcp.config.choose import resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import bundled_team_names
 from massgen_mcp.config.local import local_models, local_team_models
+from massgen_mcp.config.prices import PRICES_AS_OF, price_table
 from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.errors import MassgenError
 
@@ -39,6 +40,10 @@ class BackendsReport(BaseModel):
     sampling_available: bool = False
     coding_agents: list[CliStatus] = Field(
         default_factory=list, description="Coding-agent CLIs (claude_code, codex, gemini_cli).")
+    prices: dict[str, dict[str, dict[str, float]]] = Field(
+        default_factory=dict, description="USD per million input/output tokens used for cost "
+        "estimates, by provider and model; a model not listed has an unknown cost.")
+    prices_as_of: str = ""
 
 
 def provider_statuses(env: Environment, local: dict[str, list[str]],
@@ -87,4 +92,5 @@ async def backends_report(env: Environment, default_team: str | None = None, *,
                           default_team=default, default_team_error=error,
                           bundled_teams=bundled_team_names(),
                           sampling_available=sampling_available,
-                          coding_agents=await cli_statuses(env))
+                          coding_agents=await cli_statuses(env),
+                          prices=price_table(), prices_as_of=PRICES_AS_OF)
