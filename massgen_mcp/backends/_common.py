@@ -15,7 +15,7 @@ from massgen_mcp.backends.lenient_json import loads_lenient
 from massgen_mcp.config.providers import provider_for_base_url
 from massgen_mcp.errors import BackendError, PermanentBackendError, TransientBackendError
 from massgen_mcp.messages import ToolCall
-from massgen_mcp.redaction import KEY_SHAPES
+from massgen_mcp.redaction import redact_text
 
 if TYPE_CHECKING:
     import ssl
@@ -85,12 +85,9 @@ def count(value: Any) -> int:
 
 
 def redact(text: str, spec: AgentSpec) -> str:
-    """`text` without the agent's API key or anything shaped like a provider key."""
-    if spec.api_key is not None:
-        secret = spec.api_key.get_secret_value()
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return KEY_SHAPES.sub("***", text)
+    """`text` without the agent's API key (whole, encoded or in pieces) or anything shaped
+    like a provider key: the one redaction every sink uses."""
+    return redact_text(text, [spec.api_key.get_secret_value()] if spec.api_key else [])
 
 
 def _clip(text: str, limit: int) -> str:
