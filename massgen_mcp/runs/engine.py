@@ -274,6 +274,8 @@ class Engine:
             on_event=lambda kind, data: self._on_event(live, kind, data)))
 
     def _on_event(self, live: LiveRun, kind: str, data: dict[str, Any]) -> None:
+        if kind == "answer" and live.orchestrator is not None:
+            data = {**data, **_answer_body(live.orchestrator, data.get("agent"))}
         line = live.record.event(kind, data)
         if kind in _STATUS_EVENTS:
             live.dirty.set()
@@ -337,6 +339,16 @@ class Engine:
                 await b.aclose()
             except Exception:
                 log.debug("closing backend failed", exc_info=True)
+
+
+def _answer_body(orch: Orchestrator, agent_id: Any) -> dict[str, Any]:
+    """The text (and structured data) of an agent's new answer, for its `answer` event: the
+    result keeps only each agent's latest answer, the events keep every version."""
+    for a in orch.agents:
+        if a.spec.id == agent_id and a.answers:
+            latest = a.answers[-1]
+            return {"text": latest.text, **({"data": latest.data} if latest.data else {})}
+    return {}
 
 
 def _backend_key(spec: AgentSpec) -> str | None:

@@ -55,7 +55,10 @@ def _summary(r: RunResult) -> RunSummary:
 
 
 def _tool_result(result: RunResult) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=result.summary_text())],
+    from massgen_mcp.runs.view import view_hint
+
+    text = f"{result.summary_text()}\n{view_hint(result.run_id)}"
+    return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=result.model_dump(mode="json"))
 
 
