@@ -23,9 +23,9 @@ _ITEM = re.compile(r"^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$")
 _QUOTE = re.compile(r"^ {0,3}> ?(.*)$")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
-_LINK = re.compile(r"\[([^\]\n]{1,500})\]\((https?://[^\s()<>]{1,2000})\)")
-_BARE_URL = re.compile(r"(?<![\w/=\"'])(https?://[^\s<>]{1,2000}[^\s<>.,;:!?'\")\]])")
-_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_LINK = re.compile(r"\[([^\]\n\x00]{1,500})\]\((https?://[^\s()<>\"'\x00]{1,2000})\)")
+_BARE_URL = re.compile(r"(?<![\w/=])(https?://[^\s<>\"'\x00]{0,2000}[^\s<>\"'.,;:!?)\]\x00])")
+_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)")
 _EM = re.compile(r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?!\*)"
                  r"|(?<!\w)_(?=\S)(.+?)(?<=\S)_(?!\w)")
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
@@ -207,22 +207,22 @@ def _inline(text: str) -> str:
 
 
 def _styled(raw: str) -> str:
-    text = escape(raw.replace("\\|", "|"))
+    """Links are found in the raw text (so a URL never holds a quote or an entity), set
+    aside, and put back after the rest is escaped and emphasised."""
     links: list[str] = []
 
-    def keep(html_text: str) -> str:
-        links.append(html_text)
+    def keep(href: str, label_html: str) -> str:
+        links.append(f'<a href="{escape(href)}" rel="noopener noreferrer nofollow">'
+                     f"{label_html}</a>")
         return f"\x00{len(links) - 1}\x00"
 
-    text = _LINK.sub(lambda m: keep(f'<a href="{m.group(2)}" rel="noopener noreferrer '
-                                    f'nofollow">{_emphasis(m.group(1))}</a>'), text)
-    text = _BARE_URL.sub(lambda m: keep(f'<a href="{m.group(1)}" rel="noopener noreferrer '
-                                        f'nofollow">{m.group(1)}</a>'), text)
-    text = _emphasis(text)
+    raw = _LINK.sub(lambda m: keep(m.group(2), _emphasis(escape(m.group(1)))), raw)
+    raw = _BARE_URL.sub(lambda m: keep(m.group(1), escape(m.group(1))), raw)
+    text = _emphasis(escape(raw.replace("\\|", "|")))
     return re.sub(r"\x00(\d+)\x00", lambda m: links[int(m.group(1))], text)
 
 
 def _emphasis(text: str) -> str:
-    text = _STRONG.sub(r"<strong>\2</strong>", text)
+    text = _STRONG.sub(lambda m: f"<strong>{m.group(1) or m.group(2)}</strong>", text)
     text = _EM.sub(lambda m: f"<em>{m.group(1) or m.group(2)}</em>", text)
     return _STRIKE.sub(r"<del>\1</del>", text)
