@@ -135,7 +135,10 @@ def _list(lines: list[str], i: int, out: list[str]) -> int:
         elif m and depth > indent and items:
             items[-1].append(line[indent + 2:] if line[:indent + 2].isspace() else line.lstrip())
         elif line.strip() and depth > indent and items:
-            items[-1].append(line.strip())
+            if len(items[-1]) == 1:  # a wrapped line of the item's own text
+                items[-1][0] += " " + line.strip()
+            else:
+                items[-1].append(line.strip())
         elif not line.strip() and i + 1 < len(lines) and items and (
                 (n := _ITEM.match(lines[i + 1])) and len(n.group(1).expandtabs(4)) >= indent):
             pass  # a blank line between items of a loose list
