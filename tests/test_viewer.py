@@ -20,11 +20,14 @@ import httpx
 import pytest
 from agents import has_answered, presenting
 from helpers import make_team
-from mcp_harness import EXE, http_server, server_env
-from scripted_provider import Reply, ScriptRequest, answer, vote
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_harness import EXE, http_server, server_env, write_team
+from scripted_provider import Call, Reply, ScriptRequest, ToolCalls, answer, vote
 
 from massgen_mcp.config.env import Environment
 from massgen_mcp.runs.engine import Engine
+from massgen_mcp.runs.view import report_html
 from massgen_mcp.runs.view.markdown import render_markdown
 
 CHROMIUM = "/usr/bin/chromium"
@@ -279,32 +282,144 @@ async def test_a_live_run_updates_the_page_while_it_moves(provider, tmp_path: Pa
     assert result.status == "completed"
 
 
-async def test_the_http_transport_serves_runs_behind_its_token(provider, tmp_path: Path,
-                                                               browser: Any) -> None:
-    run_id = await _recorded_run(provider, tmp_path / ".massgen")
+async def test_the_http_transport_serves_runs_behind_its_token_live_too(
+        provider, tmp_path: Path, browser: Any) -> None:
+    gate = threading.Event()
+
+    async def slow(req: ScriptRequest) -> Reply:
+        if presenting(req):
+            return answer("FINAL from the slow agent")
+        if not has_answered(req):
+            await asyncio.to_thread(gate.wait, 30)
+            return answer("slow answer")
+        return vote("agent2", "slow but right")
+
+    def quick(req: ScriptRequest) -> Reply:
+        if presenting(req):
+            return answer("FINAL from the quick agent")
+        if not has_answered(req):
+            return answer("quick answer")
+        return vote(req.tool_enum("vote", "agent_id")[-1], "the other one is better")
+
+    provider.script("t-quick", quick)
+    provider.script("t-slow", slow)
+    provider.script("t-other", quick)
+    first_team = write_team(tmp_path / "first.yaml", provider,
+                            [("a", "openai", "t-quick"), ("b", "gemini", "t-other")])
+    gated_team = write_team(tmp_path / "gated.yaml", provider,
+                            [("quick", "openai", "t-quick"), ("slow", "anthropic", "t-slow")])
     token = "viewer-token-for-tests"
     with http_server(tmp_path, "--token", token) as server:
         root = server.url.rsplit("/mcp", 1)[0]
-        async with httpx.AsyncClient() as raw:
-            denied = await raw.get(f"{root}/runs/{run_id}")
-            assert denied.status_code == 401 and "?token=" in denied.text
-            assert token not in denied.text
-            ok = await raw.get(f"{root}/runs", headers={"authorization": f"Bearer {token}"})
-            assert ok.status_code == 200 and run_id in ok.text
-            assert "script-src 'nonce-" in ok.headers["content-security-policy"]
-            rebound = await raw.get(f"{root}/runs", headers={
-                "authorization": f"Bearer {token}", "host": "evil.example:80"})
-            assert rebound.status_code == 421
-            missing = await raw.get(f"{root}/runs/run_20260101T000000Z_abcdef",
-                                    headers={"authorization": f"Bearer {token}"})
-            assert missing.status_code == 404 and "no run" in missing.text
-        page = await browser.new_page()
-        await page.goto(f"{root}/runs/{run_id}?token={token}")
-        assert token not in page.url  # swapped for a cookie
-        assert await page.locator("#winner").inner_text() == "alice"
-        await page.click("nav.crumbs a")
-        assert await page.locator(f'a[href="/runs/{run_id}"]').count() == 1
+        import httpx2
+
+        # a long read timeout: the first run imports the provider SDKs, slow on a busy machine
+        client = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=120)
+        async with Client(streamable_http_client(server.url, http_client=client),
+                          mode="legacy") as c:
+            done = await c.call_tool("run_consensus", {"task": "first", "team": str(first_team)})
+            first = done.structured_content["run_id"]
+            hint = done.content[-1].text.splitlines()[-1]  # type: ignore[union-attr]
+            assert hint.startswith("— Watch: http://127.0.0.1:") and first in hint
+            started = await c.call_tool("run_consensus", {"task": "second", "wait": False,
+                                                          "team": str(gated_team)})
+            live = started.structured_content["run_id"]
+
+            async with httpx.AsyncClient() as raw:
+                denied = await raw.get(f"{root}/runs/{first}")
+                assert denied.status_code == 401 and "?token=" in denied.text
+                assert token not in denied.text
+                ok = await raw.get(f"{root}/runs", headers={"authorization": f"Bearer {token}"})
+                assert ok.status_code == 200 and first in ok.text
+                assert "script-src 'nonce-" in ok.headers["content-security-policy"]
+                rebound = await raw.get(f"{root}/runs", headers={
+                    "authorization": f"Bearer {token}", "host": "evil.example:80"})
+                assert rebound.status_code == 421
+                missing = await raw.get(f"{root}/runs/run_20260101T000000Z_abcdef",
+                                        headers={"authorization": f"Bearer {token}"})
+                assert missing.status_code == 404 and "no run" in missing.text
+
+            page = await browser.new_page()
+            await page.goto(f"{root}/runs?token={token}")
+            assert token not in page.url  # swapped for a cookie
+            links = await page.locator("#runs tbody a").evaluate_all(
+                "links => links.map(a => a.getAttribute('href'))")
+            assert links == [f"/runs/{live}", f"/runs/{first}"]  # newest first
+            assert "live" in await page.locator("#runs tbody tr").first.inner_text()
+            await page.click(f'a[href="/runs/{live}"]')
+            await page.locator('article[data-agent="quick"] .version').wait_for()
+            assert await page.locator("[data-live]").count() == 1
+            assert "thinking" in await page.locator('article[data-agent="slow"] .now') \
+                .inner_text()
+            gate.set()
+            await page.locator("#status", has_text="completed").wait_for()
+            assert await page.locator("#winner").inner_text() == "slow"
+            assert await page.locator(".vote .reason", has_text="slow but right").count() == 1
     assert not any(token in line for line in server.stderr)
+
+
+def _task(tid: str, chunk: str, deps: list[str]) -> dict[str, Any]:
+    return {"id": tid, "chunk": chunk, "description": f"Do {tid}.", "depends_on": deps,
+            "priority": "medium", "task_type": "deterministic",
+            "success_criteria": [f"{tid} works"], "verification": f"pytest -k {tid}"}
+
+
+PLAN = {"summary": "Design, build, ship.", "tasks": [
+    _task("design", "design", []), _task("schema", "build", ["design"]),
+    _task("api", "build", ["schema"]), _task("ui", "build", ["schema"]),
+    _task("docs", "ship", ["api", "ui"])]}
+STEPS = {"steps": [
+    {"step": 1, "kind": "verify", "description": "Staging is healthy", "preconditions": [],
+     "touches": [], "recovery": "terminate"},
+    {"step": 2, "kind": "action", "description": "Deploy v2 to prod",
+     "preconditions": ["step:1.proceed"], "touches": ["prod"], "recovery": "recheckpoint",
+     "approved_action": {"goal_id": "deploy", "tool": "Bash",
+                         "args": {"command": "deploy --env prod --version v2"},
+                         "rollback": {"tool": "Bash",
+                                      "args": {"command": "deploy --env prod --version v1"}}}}]}
+
+
+@pytest.mark.parametrize("mode", ["plan", "checkpoint"])
+async def test_plan_and_checkpoint_runs_show_their_structure(provider, tmp_path: Path,
+                                                             browser: Any, mode: str) -> None:
+    from massgen_mcp.modes.checkpoint.answer_format import CheckpointAnswerFormat
+    from massgen_mcp.modes.planning.answer_format import PlanAnswerFormat
+
+    payload = PLAN if mode == "plan" else STEPS
+
+    def reviewer(req: ScriptRequest) -> Reply:
+        if presenting(req) or not has_answered(req):
+            return ToolCalls([Call("new_answer", {"plan": payload})])
+        return vote("agent1", "complete and in order")
+
+    provider.script(f"{mode}-1", reviewer)
+    provider.script(f"{mode}-2", reviewer)
+    team = make_team(provider, [("r1", "openai", f"{mode}-1"), ("r2", "gemini", f"{mode}-2")])
+    fmt = (PlanAnswerFormat("dynamic") if mode == "plan"
+           else CheckpointAnswerFormat(["Bash"], [{"id": "deploy", "description": "ship v2"}]))
+    state = tmp_path / "state"
+    prepared = Engine(state, Environment({})).prepare_run(team, "Ship v2", mode=mode,
+                                                          answer_format=fmt)
+    assert (await prepared.start()).status == "completed"
+    out = tmp_path / "report.html"
+    out.write_text(report_html(state, prepared.run_id))
+    page = await browser.new_page()
+    await page.goto(out.as_uri())
+    if mode == "plan":
+        assert await page.locator("#plan .chunk h3").all_inner_texts() == [
+            "design", "build", "ship"]
+        level_of = "el => el.closest('.level').querySelector('.level-n').textContent"
+        levels = {t: await page.locator(f'[data-task="{t}"]').evaluate(level_of)
+                  for t in ("design", "api", "ui", "docs")}
+        assert levels == {"design": "level 1", "api": "level 3", "ui": "level 3",
+                          "docs": "level 4"}
+        assert "after api, ui" in await page.locator('[data-task="docs"]').inner_text()
+    else:
+        steps = page.locator("#steps li")
+        assert await steps.count() == 2
+        action = await steps.nth(1).inner_text()
+        assert "Bash: deploy --env prod --version v2" in action
+        assert "rollback: Bash: deploy --env prod --version v1" in action
 
 
 def test_view_explains_a_missing_run(tmp_path: Path) -> None:

@@ -90,8 +90,12 @@ def run_main(view: RunView) -> str:
                      f'{checkpoint_steps(view.final_data)}</section>')
     if view.final_answer:
         heading = "Final answer" if view.status == "completed" else "Best answer so far"
+        body = render_markdown(view.final_answer)
+        if view.mode in ("plan", "checkpoint") and view.final_data:  # shown structured above
+            body = (f'<details id="final-text"><summary>The {view.mode} as text</summary>'
+                    f"{body}</details>")
         parts.append(f'<h2>{heading}</h2><section class="panel answer md" id="final-answer">'
-                     f"{render_markdown(view.final_answer)}</section>")
+                     f"{body}</section>")
     parts.append('<h2>Agents</h2><section class="agents" id="agents">'
                  + "".join(_agent(view, a) for a in view.agents) + "</section>")
     parts.append(_timeline(view))
