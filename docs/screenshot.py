@@ -89,8 +89,8 @@ async def main(out: Path, scheme: str = "light") -> None:
             await page.goto(page_file.as_uri())
             timeline = await page.locator("#timeline").bounding_box()
             height = int(timeline["y"]) + 40 if timeline else 1800
-            await page.screenshot(path=str(out), full_page=True, clip={"x": 0, "y": 0, "width": 1360,
-                                                        "height": height})
+            clip = {"x": 0, "y": 0, "width": 1360, "height": height}
+            await page.screenshot(path=str(out), full_page=True, clip=clip)  # type: ignore[arg-type]
             await browser.close()
 
 
