@@ -67,7 +67,8 @@ def run_page(view: RunView, *, base: str = "/runs", nonce: str | None = None,
                                     f'<span class="mono">{esc(view.run_id)}</span></nav>')
     url = f"{base}/{view.run_id}"
     main = (f'<main id="run" data-run-url="{esc(url)}" data-seq="{view.last_seq}" '
-            f'data-state="{"live" if view.live else "done"}">{run_main(view)}</main>')
+            f'data-state="{"live" if view.live else "done"}">'
+            f"{run_main(view, snapshot=standalone)}</main>")
     footer = (f"<footer>massgen-mcp run report \u00b7 {esc(view.run_id)} \u00b7 written "
               f"{esc(time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()))}</footer>"
               if standalone else "")
@@ -76,9 +77,10 @@ def run_page(view: RunView, *, base: str = "/runs", nonce: str | None = None,
                     standalone=standalone)
 
 
-def run_main(view: RunView) -> str:
-    """The part of the run page that live updates replace."""
-    parts = [_header(view)]
+def run_main(view: RunView, *, snapshot: bool = False) -> str:
+    """The part of the run page that live updates replace. `snapshot`: a report of a run
+    that was still running when it was written."""
+    parts = [_header(view, snapshot)]
     if view.error:
         parts.append(f'<div class="panel error" role="alert">{esc(view.error)}</div>')
     parts.append(_outcome(view))
@@ -89,7 +91,8 @@ def run_main(view: RunView) -> str:
         parts.append('<h2>Approved steps</h2><section class="panel" id="steps">'
                      f'{checkpoint_steps(view.final_data)}</section>')
     if view.final_answer:
-        heading = "Final answer" if view.status == "completed" else "Best answer so far"
+        heading = ("Final answer" if view.status in ("completed", "degraded")
+                   else "Best answer so far")
         body = render_markdown(view.final_answer)
         if view.mode in ("plan", "checkpoint") and view.final_data:  # shown structured above
             body = (f'<details id="final-text"><summary>The {view.mode} as text</summary>'
@@ -102,8 +105,10 @@ def run_main(view: RunView) -> str:
     return "".join(parts)
 
 
-def _header(view: RunView) -> str:
-    status = ('<span class="chip live" data-live><span class="dot"></span><b>live</b></span>'
+def _header(view: RunView, snapshot: bool) -> str:
+    status = ('<span class="pill running" id="status">still running when this report was '
+              "written</span>" if view.live and snapshot else
+              '<span class="chip live" data-live><span class="dot"></span><b>live</b></span>'
               if view.live else f'<span class="pill {esc(view.status)}" id="status">'
               f"{esc(view.status.replace('_', ' '))}</span>")
     tokens = view.totals.get("total_tokens") or 0
@@ -153,6 +158,8 @@ def _agent(view: RunView, a: AgentView) -> str:
     u = a.usage
     usage = (f'{u.get("input_tokens", 0):,} in \u00b7 {u.get("output_tokens", 0):,} out \u00b7 '
              f'{u.get("provider_calls", 0)} calls' if u else "no usage yet")
+    if u.get("cancelled_calls"):
+        usage += f' ({u["cancelled_calls"]} cancelled)'
     if a.cost is not None:
         usage += f" \u00b7 {_money(a.cost)}"
     now = (f'<div class="now busy"><span class="dot"></span>{esc(BUSY[a.activity])}</div>'
