@@ -1,4 +1,4 @@
-"""The run viewer's Markdown renderer: model output stays text; the common subset renders."""
+"""The run viewer's Markdown renderer and answer diff: model output stays text."""
 
 from __future__ import annotations
 
@@ -48,3 +48,15 @@ def test_markdown_renders_the_common_subset() -> None:
     assert "<blockquote><p>quoted</p></blockquote>" in html and "<hr>" in html
     assert '<a href="https://x.example/a" rel="noopener noreferrer nofollow">' in html
 
+
+
+def test_diff_marks_the_changed_words_and_escapes_them() -> None:
+    from massgen_mcp.runs.view.diff import diff_html
+
+    d = diff_html("Use Kafka.\nKeep the rest.\n", "Use <Redis>.\nKeep the rest.\n")
+    assert "<del>Kafka.\n</del><ins>&lt;Redis&gt;.\n</ins>" in d.html
+    assert (d.added, d.removed) == (1, 1) and d.summary == "+1 / \u22121 words"
+    long_old = "\n".join(f"line {i}" for i in range(50))
+    long_new = long_old.replace("line 25", "line twenty-five")
+    shortened = diff_html(long_old, long_new)
+    assert shortened.html.count("\u2026") == 2 and "line 10" not in shortened.html
