@@ -373,6 +373,10 @@ def _error_body(wire: WireName, err: Error, model: str) -> dict[str, Any]:
     return {"error": {"code": err.status, "message": message, "status": kind}}
 
 
+async def _probe(request: Request) -> Response:
+    return Response(status_code=200)
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -537,7 +541,9 @@ class ScriptedProvider:
     async def _serve(self, ready: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"])])
+        app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"]),
+                                # Claude Code probes the base URL with HEAD / first
+                                Route("/{path:path}", _probe, methods=["HEAD", "GET"])])
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=1, log_level="warning")
         self._server = uvicorn.Server(config)
@@ -697,8 +703,11 @@ class ScriptedProvider:
     def _render_anthropic(self, req: ScriptRequest, text: str, calls: list[Call],
                           ids: list[int], usage: tuple[int, int]) -> Response:
         if req.stream:
-            return JSONResponse(_error_body("anthropic", Error(
-                400, "the scripted provider does not stream Anthropic replies"), req.model), 400)
+            from scripted_anthropic_stream import anthropic_stream
+
+            return anthropic_stream(req.model, f"msg_{next(self._ids):06d}", text, [
+                (f"toolu_{i:06d}", c.name, _loads(c.arguments))
+                for c, i in zip(calls, ids, strict=True)], usage)
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         search = self._searched(req)
         if search:

@@ -125,6 +125,7 @@ class BackendConfig(_Lenient):
     mcp_servers: list[MCPServerConfig] | None = None  # a dict keyed by name is accepted too
     allowed_tools: list[str] | None = None
     exclude_tools: list[str] | None = None
+    disallowed_tools: list[str] | None = None  # coding-agent CLIs (backends/cli/_options.py)
 
     @field_validator("type")
     @classmethod

@@ -427,7 +427,7 @@ class Orchestrator:
     def _add_usage(self, a: _Agent, usage: Usage) -> None:
         a.usage.input_tokens += usage.input_tokens
         a.usage.output_tokens += usage.output_tokens
-        a.usage.calls += 1
+        a.usage.calls += max(usage.calls, 1)  # a CLI turn may make several model calls
         budget = self.cfg.max_total_tokens
         if budget is not None and sum(b.usage.total_tokens for b in self.agents) > budget:
             self._emit("budget_exceeded", max_total_tokens=budget)

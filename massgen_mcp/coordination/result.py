@@ -73,6 +73,26 @@ class Totals(BaseModel):
     restarts: int = 0
 
 
+class FileChange(BaseModel):
+    path: str = Field(description="Relative to the workspace.")
+    change: Literal["added", "modified", "deleted"]
+
+
+class WorkspaceResult(BaseModel):
+    """The winning coding agent's workspace: what it changed against the seed, and what was
+    written back to the user's context paths (runs/workspace.py)."""
+
+    agent_id: str
+    path: str = Field(description="The winner's workspace directory (kept with the run).")
+    changed: list[FileChange] = Field(default_factory=list)
+    diff: str = Field(default="", description="Unified diff of text files against the seed.")
+    diff_truncated: bool = False
+    applied: list[str] = Field(
+        default_factory=list, description="Files written back to a context path.")
+    skipped: list[str] = Field(
+        default_factory=list, description="Changes not written back, each with the reason.")
+
+
 class RunResult(BaseModel):
     """The outcome of a consensus run (also the live status of a running one)."""
 
@@ -100,6 +120,8 @@ class RunResult(BaseModel):
         default_factory=list, description="Warnings about the team: keys of its file that "
         "were accepted but not honoured, and what the team loses.")
     log_dir: str = ""
+    workspace: WorkspaceResult | None = Field(
+        default=None, description="The winner's workspace, when the winner is a coding agent.")
 
     def summary_text(self) -> str:
         """The short readable rendering: the final answer, then who won with how many votes."""

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from massgen_mcp.backends import Backend, create_backend
+from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.team import AgentSpec, Team
 from massgen_mcp.coordination.answers import AnswerFormat
@@ -26,6 +27,7 @@ from massgen_mcp.errors import BackendError, InputError, MassgenError, RunNotFou
 from massgen_mcp.messages import Message, ToolSpec, Turn
 from massgen_mcp.paths import state_dir
 from massgen_mcp.runs.store import Redactor, RunRecord, RunStore, check_run_id, new_run_id
+from massgen_mcp.runs.workspace import workspaces_for
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +165,15 @@ class Engine:
         `after` runs on the final result before anyone waiting on the run is woken (it stores
         plans and checkpoint plans); its return value is `live.outcome`.
         """
-        backends = self._backends(team, backend_context or {})
+        workspaces = None
+        try:
+            workspaces = workspaces_for(team, live.record.dir, CLI_WIRES)
+        except MassgenError as e:
+            return self._stopped(live, team, task, "failed", error=str(e), after=after)
+        if workspaces is not None:
+            live.listeners.append(workspaces.on_event)
+        backends = self._backends(team, backend_context or {}, {
+            "env": self.env, "run_dir": live.record.dir, "workspaces": workspaces})
         try:
             async with anyio.create_task_group() as writer:
                 writer.start_soon(self._status_writer, live)
@@ -178,6 +188,8 @@ class Engine:
                         orch.cancel()
                     result = await orch.run()
                     result.notes = [*team.warnings, *result.notes]
+                    if workspaces is not None:
+                        result.workspace = workspaces.finish(result)
                     # Final now: record it and wake whoever waits before the agents' tool
                     # servers are stopped (about a second per server, off the answer's path).
                     self._finish(live, result, after)
@@ -240,7 +252,8 @@ class Engine:
 
     # ------------------------------------------------------------------ internals
 
-    def _backends(self, team: Team, context: dict[str, Any]) -> dict[str, Backend]:
+    def _backends(self, team: Team, context: dict[str, Any],
+                  cli_context: dict[str, Any] | None = None) -> dict[str, Backend]:
         """One backend per agent. Provider backends are kept across runs (keyed by everything
         that shapes their requests), so their HTTP connections (and TLS sessions) are reused
         instead of being set up again by every agent of every run; they are stateless between
@@ -249,6 +262,9 @@ class Engine:
         for spec in team.agents:
             key = _backend_key(spec)
             try:
+                if spec.provider.wire in CLI_WIRES:  # one per run: it holds a session
+                    out[spec.id] = create_backend(spec, **context, **(cli_context or {}))
+                    continue
                 if key is None:
                     out[spec.id] = create_backend(spec, **context)
                     continue
@@ -266,13 +282,18 @@ class Engine:
         if team.orchestrator.context_paths:  # read-only file tools, served in-process
             from massgen_mcp.tools.files import with_file_tools
 
-            boxes = with_file_tools(boxes, [a.id for a in team.agents],
+            # Coding agents read and edit their own workspace copy instead.
+            boxes = with_file_tools(boxes, [a.id for a in team.agents
+                                            if a.provider.wire not in CLI_WIRES],
                                     team.orchestrator.context_paths)
         return boxes
 
     async def _mcp_toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun
                              ) -> dict[str, Any]:
-        if not any(a.backend.servers() for a in team.agents):
+        # A coding agent's own MCP servers are handed to its CLI, not opened here.
+        with_tools = [a for a in team.agents
+                      if a.backend.servers() and a.provider.wire not in CLI_WIRES]
+        if not with_tools:
             return {}
         from massgen_mcp.tools.session import (
             open_toolboxes,  # only runs that use tools pay for the import
@@ -280,7 +301,7 @@ class Engine:
 
         cfg = team.orchestrator
         return await stack.enter_async_context(open_toolboxes(
-            {a.id: a.backend for a in team.agents if a.backend.servers()},
+            {a.id: a.backend for a in with_tools},
             run_dir=live.record.dir,
             startup_timeout=cfg.tool_server_startup_timeout_seconds,
             call_timeout=cfg.tool_call_timeout_seconds,
