@@ -6,6 +6,7 @@
     massgen-mcp hook pre-tool-use                                      Claude Code PreToolUse hook
     massgen-mcp setup [--client ...] [--hooks] [--instructions ...]    register with clients
     massgen-mcp doctor                                                 what can run here
+    massgen-mcp view [RUN_ID|latest]  /  report RUN_ID -o run.html     watch or share a run
 
 Every subcommand imports only what it needs: the hook must start in a few dozen ms and
 the server must not load provider SDKs before a run needs them.
@@ -156,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "massgen-mcp registered. Exit 1 when nothing can run.")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.add_argument("--dir", default=".", help="project directory (default: .)")
+    from massgen_mcp.cli.view import add_view_parsers
+
+    add_view_parsers(sub)
     return parser
 
 
@@ -180,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.cli.doctor import doctor_main
 
             return doctor_main(args)
+        if command in ("view", "report"):
+            from massgen_mcp.cli.view import report_main, view_main
+
+            return view_main(args) if command == "view" else report_main(args)
         if command == "hook":
             from massgen_mcp.hook.main import main as hook_main
 
@@ -219,6 +227,11 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
         if not args.quiet:
             print(result.summary_text().split("\n", 2)[-1] if result.final_answer
                   else result.summary_text(), file=sys.stderr)
+    if not args.quiet and not args.json:
+        from massgen_mcp.runs.view import view_hint
+
+        print(view_hint(result.run_id if command == "run" else result.consensus.run_id),
+              file=sys.stderr)
     if status == "completed":
         return EXIT_OK
     if status == "degraded":

@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[dict[str, Any]], None]
 STATUS_INTERVAL = 0.25
+# An answer's text in its `answer` event (the run viewer shows every version from these).
+EVENT_ANSWER_CHARS = 20_000
 # Events after which status.json is rewritten (the rest only go to events.jsonl).
 STATUS_EVENTS = frozenset({"answer", "vote", "agent_failed", "consensus", "restart",
                            "presentation_started", "tool_server_failed"})
@@ -60,6 +62,8 @@ class LiveRun:
 
     def on_event(self, kind: str, data: dict[str, Any]) -> None:
         """Record one event, mark status.json stale when it matters, tell the listeners."""
+        if kind == "answer" and self.orchestrator is not None:
+            data = {**data, **_answer_body(self.orchestrator, data.get("agent"))}
         line = self.record.event(kind, data)
         if kind in STATUS_EVENTS:
             self.dirty.set()
@@ -74,3 +78,16 @@ class LiveRun:
             if self.orchestrator is not None and self.result is None:
                 self.record.status(self.orchestrator.result())
             await anyio.sleep(STATUS_INTERVAL)
+
+
+def _answer_body(orch: Orchestrator, agent_id: Any) -> dict[str, Any]:
+    """The text (and structured data) of an agent's new answer, for its `answer` event: the
+    result keeps only each agent's latest answer, the events keep every version."""
+    for a in orch.agents:
+        if a.spec.id == agent_id and a.answers:
+            latest = a.answers[-1]
+            text = latest.text
+            if len(text) > EVENT_ANSWER_CHARS:  # the event log stays small
+                text = text[:EVENT_ANSWER_CHARS] + f"\n… ({len(latest.text)} characters)"
+            return {"text": text, **({"data": latest.data} if latest.data else {})}
+    return {}

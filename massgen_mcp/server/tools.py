@@ -55,11 +55,14 @@ def _summary(r: RunResult) -> RunSummary:
 
 
 def _tool_result(result: RunResult) -> CallToolResult:
-    """The result, shortened when it would be too big for MCP clients to receive."""
+    """The result, shortened when it would be too big for MCP clients to receive, with one
+    line saying where to watch the run."""
+    from massgen_mcp.runs.view import view_hint
     from massgen_mcp.server.result_size import fit_result
 
-    return fit_result(result.summary_text(), result.model_dump(mode="json"),
-                      f"massgen://runs/{result.run_id}", f"{result.log_dir}/result.json")
+    return fit_result(f"{result.summary_text()}\n{view_hint(result.run_id)}",
+                      result.model_dump(mode="json"), f"massgen://runs/{result.run_id}",
+                      f"{result.log_dir}/result.json")
 
 
 def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:

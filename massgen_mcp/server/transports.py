@@ -119,7 +119,7 @@ def serve(args: argparse.Namespace) -> int:
                     if args.transport == "stdio":
                         await _serve_stdio(mcp, app)
                     else:
-                        await _serve_http(mcp, args, token, stop)
+                        await _serve_http(mcp, args, token, stop, app)
                 finally:
                     app.engine.shutting_down = True  # live runs become "interrupted"
                     work.cancel_scope.cancel()
@@ -186,19 +186,23 @@ async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
 
 
 async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | None,
-                      stop: anyio.Event) -> None:
+                      stop: anyio.Event, app: App) -> None:
     import uvicorn
 
     from massgen_mcp.server.http_limits import TimedH11Protocol, raise_fd_limit
 
     raise_fd_limit()
     protocol = type("Protocol", (TimedH11Protocol,), {"read_timeout": args.request_timeout})
+    from massgen_mcp.runs.view.web import with_viewer
 
     class _Server(uvicorn.Server):
         def capture_signals(self) -> Any:  # we handle signals ourselves (see _on_signals)
             return contextlib.nullcontext()
 
     asgi = http_app(mcp, args.transport, args.host, token, args.allowed_host)
+    # The run viewer at /runs, behind the same token and Host checks.
+    asgi = with_viewer(asgi, app.engine, host=args.host, port=args.port, token=token,
+                       allowed_hosts=args.allowed_host)
     config = uvicorn.Config(asgi, host=args.host, port=args.port, log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=3,
                             http=protocol)  # half-sent requests time out
