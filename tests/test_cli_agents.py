@@ -220,7 +220,9 @@ async def test_missing_cli_is_one_clear_agent_error(
         orchestrator_timeout_seconds=60)
     engine = Engine(tmp_path / ".massgen", Environment({"PATH": str(tmp_path)}))
     result = await engine.run(team, "Which queue?")
-    assert result.status == "completed"
+    # The live agents agreed, and the run says it lost two agents on the way.
+    assert result.status == "degraded"
+    assert "coder" in str(result.error) and "codex" in str(result.error)
     errors = {a.agent_id: a.error for a in result.agents}
     assert "Claude Code not found" in str(errors["coder"])
     assert "backend.command" in str(errors["coder"])
@@ -239,7 +241,7 @@ async def test_cli_that_fails_is_named_and_the_run_goes_on(
         orchestrator_timeout_seconds=60)
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
     result = await engine.run(team, "Which queue?")
-    assert result.status == "completed"
+    assert result.status == "degraded" and "coder" in str(result.error)
     coder = next(a for a in result.agents if a.agent_id == "coder")
     assert coder.status == "failed" and "Claude Code failed" in str(coder.error)
     assert "api_key" in str(coder.error)  # the fix is named
