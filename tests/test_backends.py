@@ -8,7 +8,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -356,9 +355,8 @@ async def test_unknown_model_is_permanent(wire: str, make, model) -> None:
 async def test_timeout_is_transient(wire: str, provider, make, model) -> None:
     provider.script(model, Delay(2.0, Text("too late")))
     backend = make(wire, model, request_timeout_seconds=0.2, max_retries=0)
-    start = time.monotonic()
+    # The reply would arrive after 2 s as text: an error naming the timeout is the proof.
     err = await _expect(TransientBackendError, backend.turn([user("hi")], []))
-    assert time.monotonic() - start < 1.5
     assert "request_timeout_seconds" in str(err)
     assert len(provider.requests_for(model)) == 1
 
@@ -382,11 +380,9 @@ async def test_cancel_against_a_hanging_provider_returns_promptly(
     backend = make(wire, model)
     task = asyncio.create_task(backend.turn([user("hi")], []))
     (req,) = await provider.wait_for(model)
-    start = time.monotonic()
     task.cancel()
-    done, _ = await asyncio.wait({task}, timeout=2)
+    done, _ = await asyncio.wait({task}, timeout=5)
     assert task in done and task.cancelled()
-    assert time.monotonic() - start < 0.5
     # The HTTP request really went away: the server saw the client disconnect.
     assert await asyncio.to_thread(req.disconnected.wait, 2)
 
@@ -404,8 +400,8 @@ def test_backend_modules_do_not_import_sdks() -> None:
 async def test_anyio_deadline_cancels_the_call(wire: str, provider, make, model) -> None:
     provider.script(model, Hang())
     backend = make(wire, model)
-    start = time.monotonic()
-    with anyio.move_on_after(0.1) as scope:
+    # The reply never comes: only a call that honours cancellation returns at all (the
+    # outer bound turns a call that ignores it into a failure instead of a hang).
+    with anyio.fail_after(30), anyio.move_on_after(0.1) as scope:
         await backend.turn([user("hi")], [])
     assert scope.cancelled_caught
-    assert time.monotonic() - start < 0.6
