@@ -43,7 +43,8 @@ async def test_the_http_transport_serves_runs_behind_its_token_live_too(
     gated_team = write_team(tmp_path / "gated.yaml", provider,
                             [("quick", "openai", "t-quick"), ("slow", "anthropic", "t-slow")])
     token = "viewer-token-for-tests"
-    with http_server(tmp_path, "--token", token) as server:
+    # The teams are files in a --team-dir, the way an operator lets tool calls name them.
+    with http_server(tmp_path, "--token", token, "--team-dir", str(tmp_path)) as server:
         root = server.url.rsplit("/mcp", 1)[0]
         import httpx2
 

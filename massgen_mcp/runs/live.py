@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 Listener = Callable[[dict[str, Any]], None]
 STATUS_INTERVAL = 0.25
 # An answer's text in its `answer` event (the run viewer shows every version from these).
-EVENT_ANSWER_CHARS = 20_000
+EVENT_ANSWER_CHARS = 8_000
 # Events after which status.json is rewritten (the rest only go to events.jsonl).
 STATUS_EVENTS = frozenset({"answer", "vote", "agent_failed", "consensus", "restart",
                            "presentation_started", "tool_server_failed"})
