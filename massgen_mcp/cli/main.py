@@ -119,16 +119,24 @@ def build_parser() -> argparse.ArgumentParser:
     hook.add_argument("event", choices=["pre-tool-use"], help="the hook event")
     hook.add_argument("rest", nargs=argparse.REMAINDER, help="hook options (see its --help)")
 
-    setup = sub.add_parser("setup", help="register massgen-mcp with Claude Code, Codex, Cursor",
+    setup = sub.add_parser("setup", help="register massgen-mcp with Claude Code, Codex, Cursor, "
+                                         "Gemini CLI, VS Code",
                            description="Write (idempotently) the MCP registration for the "
                                        "chosen clients in this project, optionally the "
-                                       "PreToolUse hook and an instructions block.")
-    setup.add_argument("--client", action="append", choices=["claude", "codex", "cursor"],
+                                       "PreToolUse hook and an instructions block. The command "
+                                       "written starts this installation whatever the "
+                                       "client's PATH (its absolute path when needed).")
+    setup.add_argument("--client", action="append",
+                       choices=["claude", "codex", "cursor", "gemini", "vscode"],
                        default=None, help="client to register with; repeatable (default: claude)")
     setup.add_argument("--hooks", action="store_true",
                        help="add the PreToolUse checkpoint hook to .claude/settings.json")
     setup.add_argument("--instructions", choices=["CLAUDE.md", "AGENTS.md"], default=None,
                        help="add a managed instructions block to this file")
+    setup.add_argument("--command", default=None, dest="launch",
+                       help="the command clients run to start the server, e.g. 'uvx --from "
+                            "git+https://github.com/massgen-mcp/massgen-mcp massgen-mcp' "
+                            "(default: this installation's massgen-mcp)")
     setup.add_argument("--dir", default=".", help="project directory (default: .)")
 
     doctor = sub.add_parser("doctor", help="show which providers and clients are ready",
@@ -225,19 +233,26 @@ async def _run_once(args: argparse.Namespace, command: str, listener: Any) -> An
 
 
 def _setup_command(args: argparse.Namespace) -> int:
+    import shlex
     from pathlib import Path
 
-    from massgen_mcp.cli.setup import run_setup
+    from massgen_mcp.cli.setup import TRUST_STEPS, run_setup
     from massgen_mcp.errors import MassgenError
 
+    clients = args.client or ["claude"]
     try:
-        changes = run_setup(Path(args.dir), clients=args.client or ["claude"], hooks=args.hooks,
-                            instructions=args.instructions)
+        command = shlex.split(args.launch) if args.launch else None
+        changes = run_setup(Path(args.dir), clients=clients, hooks=args.hooks,
+                            instructions=args.instructions, command=command)
     except (MassgenError, ValueError, OSError) as e:
         print(f"massgen-mcp setup: {e}", file=sys.stderr)
         return EXIT_FAILED
     for change in changes or ["nothing to change: already set up"]:
         print(change)
+    print("Before the first use:", file=sys.stderr)
+    for client in dict.fromkeys(clients):
+        print(f"  {client}: {TRUST_STEPS[client]}", file=sys.stderr)
+    print("Check it: massgen-mcp doctor (starts each registered command)", file=sys.stderr)
     return EXIT_OK
 
 
