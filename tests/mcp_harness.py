@@ -1,4 +1,4 @@
-"""Start massgen-mcp as a real process and talk to it with real MCP clients."""
+"""Talk to massgen-mcp with real MCP clients: as a process (stdio, HTTP) or in memory."""
 
 from __future__ import annotations
 
@@ -10,14 +10,20 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import yaml
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from scripted_provider import ScriptedProvider
+
+from massgen_mcp.app import App
+from massgen_mcp.config.env import Environment
+from massgen_mcp.server import build_server
 
 EXE = shutil.which("massgen-mcp") or str(Path(sys.executable).parent / "massgen-mcp")
 
@@ -95,3 +101,22 @@ def http_server(cwd: Path, *args: str, transport: str = "streamable-http",
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+@asynccontextmanager
+async def memory_client(cwd: Path, *, team: str | Path | None = None,
+                        env: dict[str, str] | None = None, mode: str = "legacy",
+                        **client_options: Any) -> AsyncIterator[Client]:
+    """The real server, built as `massgen-mcp` builds it, behind the SDK's in-memory client.
+
+    For tool contracts and arguments, where the process is not the point; background runs
+    get a task group as they do in the real server.
+    """
+    app = App(cwd / ".massgen", default_team=str(team) if team else None,
+              env=Environment(env or {}, dotenv_dir=cwd), cwd=cwd)
+    mcp, host = build_server(app)
+    async with anyio.create_task_group() as background:
+        host.background = background
+        async with Client(mcp, mode=mode, **client_options) as client:
+            yield client
+        background.cancel_scope.cancel()

@@ -1,94 +1,194 @@
-"""Orchestrator rules that need precise timing, with in-process function backends.
+"""Orchestrator rules that depend on the order of events, with function backends.
 
-The provider is not under test here, so these agents are plain functions of the messages
-(like pydantic-ai's FunctionModel); everything else is the real orchestrator.
+The provider is not under test here, so the agents are plain (async) Python functions
+registered as `type: function` models and built through the real backend registry; the
+engine and orchestrator are the real ones. Ordering comes from events the functions wait
+on, never from sleeps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import anyio
+import pytest
 
+from massgen_mcp.backends.function import (
+    FunctionCall,
+    ModelFunction,
+    register_function,
+    unregister_function,
+)
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
-from massgen_mcp.coordination.orchestrator import Orchestrator
+from massgen_mcp.config.team import Team
 from massgen_mcp.coordination.result import pick_winner
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Turn
+from massgen_mcp.runs.engine import Engine
+
+YOUR_OWN = "Your own latest"
 
 
-class FunctionBackend:
-    provider = "function"
+@pytest.fixture
+def functions() -> Iterator[dict[str, ModelFunction]]:
+    """Register agent functions by agent id; they are removed after the test."""
 
-    def __init__(self, fn: Callable[[list[Message], list[ToolSpec]], Turn],
-                 shielded_delay: float = 0.0) -> None:
-        self.fn, self.model, self.delay = fn, "fn", shielded_delay
+    class Registry(dict[str, ModelFunction]):
+        def __setitem__(self, agent_id: str, fn: ModelFunction) -> None:
+            super().__setitem__(agent_id, fn)
+            register_function(f"rules-{agent_id}", fn)
 
-    async def turn(self, messages, tools, *, require_tool=False) -> Turn:
-        # A provider call that completes even though the agent was restarted meanwhile.
-        with anyio.CancelScope(shield=True):
-            await anyio.sleep(self.delay)
-        return self.fn(messages, tools)
-
-    async def aclose(self) -> None:
-        return None
+    reg = Registry()
+    yield reg
+    for agent_id in list(reg):
+        unregister_function(f"rules-{agent_id}")
 
 
-def call(name: str, **args) -> Turn:
-    return Turn(tool_calls=(ToolCall(f"id-{name}", name, args),), usage=Usage(1, 1))
+def team(*ids: str, **orchestrator: Any) -> Team:
+    return team_from_data({"agents": [{"id": i, "backend": {"type": "function",
+                                                            "model": f"rules-{i}"}}
+                                      for i in ids], "orchestrator": orchestrator},
+                          "rules.yaml", Environment({}))
 
 
-def team(*ids: str):
-    return team_from_data({"agents": [{"id": i, "backend": {
-        "type": "chatcompletion", "base_url": "http://127.0.0.1:9/v1", "model": "m"}}
-        for i in ids]}, "t", Environment({}))
+async def run(tmp_path: Path, t: Team, events: list[dict[str, Any]]) -> Any:
+    engine = Engine(tmp_path / ".massgen", Environment({}))
+    with anyio.fail_after(30):
+        return await engine.run(t, "task", listener=events.append)
 
 
-async def test_a_vote_on_a_stale_view_is_ignored_and_the_agent_looks_again() -> None:
-    seen: list[list[str]] = []
+async def test_a_vote_on_a_stale_view_is_ignored_and_the_agent_looks_again(
+        tmp_path: Path, functions: dict[str, ModelFunction]) -> None:
+    a_is_voting, b_answered = anyio.Event(), anyio.Event()
+    events: list[dict[str, Any]] = []
 
-    def slow(messages, tools):
-        names = [t.name for t in tools]
-        text = messages[-1].content
-        if "Present" in text:
-            return call("new_answer", content="final")
-        if "new_answer" in names and "Your own latest" not in text:
-            return call("new_answer", content="slow answer")
-        seen.append(next(t.parameters["properties"]["agent_id"]["enum"] for t in tools
-                     if t.name == "vote"))
-        return call("vote", agent_id="agent1", reason="r")
+    def listener(line: dict[str, Any]) -> None:
+        events.append(line)
+        if line["kind"] == "answer" and line.get("agent") == "b":
+            b_answered.set()
 
-    def fast(messages, tools):
-        text = messages[-1].content
-        if "Your own latest" not in text or "Present" in text:
-            return call("new_answer", content="fast answer")
-        return call("vote", agent_id="agent1", reason="r")
-
-    events: list[tuple[str, dict]] = []
-    # "a" answers at once and starts voting with only its own answer in view (0.3 s, not
-    # interruptible); "b" answers at 0.1 s, so a's vote arrives on a stale view.
-    backends = {"a": FunctionBackend(fast, 0.0), "b": FunctionBackend(slow, 0.1)}
-    backends["a"].delay = 0.0
-
-    def fast_then_slow_vote(messages, tools):
-        return fast(messages, tools)
-
-    class Staged(FunctionBackend):
-        async def turn(self, messages, tools, *, require_tool=False):
-            voting = "Your own latest" in messages[-1].content
+    async def a(call: FunctionCall) -> Turn:
+        if "Present" in call.prompt:
+            return call.answer("final")
+        if YOUR_OWN not in call.prompt:
+            return call.answer("a's answer")
+        if "agent2" not in call.vote_targets():
+            # Voting with only its own answer in view; this provider call cannot be
+            # interrupted, so it completes after b's answer has changed the picture.
+            a_is_voting.set()
             with anyio.CancelScope(shield=True):
-                await anyio.sleep(0.3 if voting else 0.0)
-            return fast(messages, tools)
+                await b_answered.wait()
+        return call.vote("agent1", "mine is fine")
 
-    backends["a"] = Staged(fast_then_slow_vote)
-    orch = Orchestrator(team("a", "b"), backends, "task", emit=lambda k, d: events.append((k, d)))
-    result = await orch.run()
-    kinds = [k for k, _ in events]
-    assert "vote_ignored" in kinds
-    ignored = next(d for k, d in events if k == "vote_ignored")
-    assert ignored["agent"] == "a"
+    async def b(call: FunctionCall) -> Turn:
+        if "Present" in call.prompt:
+            return call.answer("final")
+        if YOUR_OWN not in call.prompt:
+            await a_is_voting.wait()
+            return call.answer("b's answer")
+        return call.vote("agent1", "a's is better")
+
+    functions["a"], functions["b"] = a, b
+    engine = Engine(tmp_path / ".massgen", Environment({}))
+    with anyio.fail_after(30):
+        result = await engine.run(team("a", "b"), "task", listener=listener)
+
+    ignored = [e for e in events if e["kind"] == "vote_ignored"]
+    assert [e["agent"] for e in ignored] == ["a"]
     assert result.status == "completed"
     assert {v.voter for v in result.votes} == {"a", "b"}
+    # a voted again after looking at b's answer too: its counted vote came later.
+    a_votes = [e for e in events if e["kind"] == "vote" and e.get("agent") == "a"]
+    assert a_votes and a_votes[-1]["t"] >= ignored[0]["t"]
+
+
+async def test_a_new_answer_clears_the_votes_cast_before_it(
+        tmp_path: Path, functions: dict[str, ModelFunction]) -> None:
+    a_voted = anyio.Event()
+    events: list[dict[str, Any]] = []
+
+    def a(call: FunctionCall) -> Turn:
+        if "Present" in call.prompt:
+            return call.answer("final")
+        if YOUR_OWN not in call.prompt:
+            return call.answer("a's answer")
+        a_voted.set()
+        return call.vote(call.vote_targets()[-1], "latest looks best")
+
+    async def b(call: FunctionCall) -> Turn:
+        if "Present" in call.prompt:
+            return call.answer("final")
+        if YOUR_OWN not in call.prompt:
+            await a_voted.wait()  # a has voted on a one-answer view
+            return call.answer("b's answer")
+        return call.vote("agent2", "mine")
+
+    functions["a"], functions["b"] = a, b
+    result = await run(tmp_path, team("a", "b"), events)
+
+    kinds = [e["kind"] for e in events]
+    first_vote = kinds.index("vote")
+    b_answer = next(i for i, e in enumerate(events)
+                    if e["kind"] == "answer" and e.get("agent") == "b")
+    assert first_vote < b_answer
+    # Only votes cast after b's answer count, one per agent.
+    assert sorted(v.voter for v in result.votes) == ["a", "b"]
+    assert sum(result.tally.values()) == 2
+    assert result.status == "completed"
+
+
+async def test_a_tie_goes_to_the_earliest_agent_in_the_team_file(
+        tmp_path: Path, functions: dict[str, ModelFunction]) -> None:
+    both_answered = anyio.Event()
+    answered: set[str] = set()
+    events: list[dict[str, Any]] = []
+
+    def voter_for_self(agent: str, label: str) -> ModelFunction:
+        async def fn(call: FunctionCall) -> Turn:
+            if "Present" in call.prompt:
+                return call.answer(f"final by {agent}")
+            if YOUR_OWN not in call.prompt:
+                return call.answer(f"{agent}'s answer")
+            answered.add(agent)
+            if len(answered) == 2:
+                both_answered.set()
+            await both_answered.wait()
+            return call.vote(label, "mine")
+        return fn
+
+    # Sorted ids give the anonymous labels: "a" is agent1, "z" is agent2; the team file
+    # lists z first, so z wins the 1-1 tie.
+    functions["z"] = voter_for_self("z", "agent2")
+    functions["a"] = voter_for_self("a", "agent1")
+    result = await run(tmp_path, team("z", "a"), events)
+    assert result.tally == {"z": 1, "a": 1}
+    assert result.winner is not None and result.winner.agent_id == "z"
+    assert result.final_answer == "final by z"
+
+
+async def test_an_unregistered_function_fails_that_agent_only(
+        tmp_path: Path, functions: dict[str, ModelFunction]) -> None:
+    def ok(call: FunctionCall) -> Turn:
+        if "Present" in call.prompt:
+            return call.answer("final")
+        if YOUR_OWN not in call.prompt:
+            return call.answer("the answer")
+        return call.vote(call.vote_targets()[0], "fine")
+
+    functions["a"], functions["b"] = ok, ok
+    t = team_from_data({"agents": [
+        {"id": "a", "backend": {"type": "function", "model": "rules-a"}},
+        {"id": "b", "backend": {"type": "function", "model": "rules-b"}},
+        {"id": "ghost", "backend": {"type": "function", "model": "not-registered"}}]},
+        "rules.yaml", Environment({}))
+    events: list[dict[str, Any]] = []
+    result = await run(tmp_path, t, events)
+    ghost = next(a for a in result.agents if a.agent_id == "ghost")
+    assert ghost.status == "failed"
+    assert "not-registered" in (ghost.error or "")
+    assert result.final_answer == "final"
 
 
 def test_pick_winner_most_votes_then_config_order() -> None:

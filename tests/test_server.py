@@ -1,4 +1,9 @@
-"""The MCP server through the SDK's real client over stdio (both protocol eras)."""
+"""The MCP server's tool contract through the SDK's real client.
+
+The tools, arguments and results are exercised in memory (`memory_client`: the real server
+object behind the SDK's in-memory transport). Where the process is the point (stdio in both
+protocol eras, restarts, signals) the server runs as `massgen-mcp` over stdio.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import mcp.types as types
 import pytest
 from agents import answer_then_vote, has_answered, presenting
 from mcp import Client
-from mcp_harness import stdio_params, write_team
+from mcp_harness import memory_client, stdio_params, write_team
 from scripted_provider import Hang, ScriptRequest, answer
 
 TOOLS = {"run_consensus", "get_run", "list_runs", "cancel_run", "list_backends", "plan",
@@ -77,7 +82,7 @@ async def test_tools_list_and_a_consensus_with_progress(team_path: Path, tmp_pat
 
 
 async def test_wait_false_then_get_run_and_resources(team_path: Path, tmp_path: Path) -> None:
-    async with Client(stdio_params(tmp_path, "--team", str(team_path)), mode="legacy") as c:
+    async with memory_client(tmp_path, team=team_path) as c:
         started = await c.call_tool("run_consensus", {"task": "Which queue?", "wait": False})
         assert not started.is_error, started.content
         run_id = started.structured_content["run_id"]
@@ -102,7 +107,7 @@ async def test_wait_false_then_get_run_and_resources(team_path: Path, tmp_path: 
 
 
 async def test_prompts_are_listed_and_rendered(tmp_path: Path) -> None:
-    async with Client(stdio_params(tmp_path), mode="legacy") as c:
+    async with memory_client(tmp_path) as c:
         prompts = {p.name: p for p in (await c.list_prompts()).prompts}
         assert {"consensus", "review"} <= set(prompts)
         assert all(p.description for p in prompts.values())
@@ -114,7 +119,7 @@ async def test_prompts_are_listed_and_rendered(tmp_path: Path) -> None:
 async def test_cancel_run_stops_a_background_run(provider, tmp_path: Path) -> None:
     provider.script("stuck", Hang())
     team = write_team(tmp_path / "t.yaml", provider, [("s", "openai", "stuck")])
-    async with Client(stdio_params(tmp_path, "--team", str(team)), mode="legacy") as c:
+    async with memory_client(tmp_path, team=team) as c:
         started = await c.call_tool("run_consensus", {"task": "t", "wait": False})
         run_id = started.structured_content["run_id"]
         await provider.wait_for("stuck", 1, timeout=10)
@@ -129,7 +134,7 @@ async def test_cancel_run_stops_a_background_run(provider, tmp_path: Path) -> No
 async def test_client_cancel_stops_the_run(provider, tmp_path: Path) -> None:
     provider.script("stuck", Hang())
     team = write_team(tmp_path / "t.yaml", provider, [("s", "anthropic", "stuck")])
-    async with Client(stdio_params(tmp_path, "--team", str(team)), mode="legacy") as c:
+    async with memory_client(tmp_path, team=team) as c:
         async with anyio.create_task_group() as tg:
             tg.start_soon(c.call_tool, "run_consensus", {"task": "t"})
             await provider.wait_for("stuck", 1, timeout=10)
@@ -154,7 +159,7 @@ async def test_client_cancel_stops_the_run(provider, tmp_path: Path) -> None:
 async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
         team_path: Path, tmp_path: Path, arguments: dict[str, Any], expected: str) -> None:
     (tmp_path.parent / "outside.txt").write_text("secret")
-    async with Client(stdio_params(tmp_path, "--team", str(team_path)), mode="legacy") as c:
+    async with memory_client(tmp_path, team=team_path) as c:
         r = await c.call_tool("run_consensus", arguments)
         assert r.is_error
         assert expected in r.content[0].text
@@ -174,7 +179,7 @@ async def test_files_are_given_to_the_agents(provider, tmp_path: Path) -> None:
     provider.script("reader", reader)
     team = write_team(tmp_path / "t.yaml", provider, [("r", "openai", "reader")])
     (tmp_path / "notes.md").write_text("THE-FILE-CONTENT-42")
-    async with Client(stdio_params(tmp_path, "--team", str(team)), mode="legacy") as c:
+    async with memory_client(tmp_path, team=team) as c:
         r = await c.call_tool("run_consensus", {"task": "Summarize", "files": ["notes.md"],
                                                 "context": "EXTRA-CONTEXT"})
         assert not r.is_error, r.content
@@ -183,7 +188,7 @@ async def test_files_are_given_to_the_agents(provider, tmp_path: Path) -> None:
 
 
 async def test_no_keys_and_no_sampling_gives_one_clear_error(tmp_path: Path) -> None:
-    async with Client(stdio_params(tmp_path), mode="legacy") as c:
+    async with memory_client(tmp_path) as c:
         r = await c.call_tool("run_consensus", {"task": "hello"})
         assert r.is_error
         text = r.content[0].text
@@ -207,7 +212,7 @@ async def test_sampling_team_is_the_default_without_keys(tmp_path: Path) -> None
     async def callback(context: Any, params: Any) -> types.CreateMessageResult:
         return _sampling_agent(context, params)
 
-    async with Client(stdio_params(tmp_path), mode="legacy", sampling_callback=callback) as c:
+    async with memory_client(tmp_path, sampling_callback=callback) as c:
         r = await c.call_tool("run_consensus", {"task": "Say hi"})
         assert not r.is_error, r.content
         assert r.structured_content["final_answer"] == "sampled final"
@@ -221,8 +226,7 @@ async def test_sampling_on_2026_protocol_fails_clearly(tmp_path: Path) -> None:
     async def callback(context: Any, params: Any) -> types.CreateMessageResult:
         return _sampling_agent(context, params)
 
-    async with Client(stdio_params(tmp_path), mode="2026-07-28",
-                      sampling_callback=callback) as c:
+    async with memory_client(tmp_path, mode="2026-07-28", sampling_callback=callback) as c:
         r = await c.call_tool("run_consensus", {"task": "Say hi", "models": "sampling"})
         assert r.is_error
         text = r.content[0].text
@@ -231,7 +235,7 @@ async def test_sampling_on_2026_protocol_fails_clearly(tmp_path: Path) -> None:
 
 async def test_list_backends_never_shows_a_key(tmp_path: Path) -> None:
     key = "sk-test-1234567890abcdefghijklmnop"
-    async with Client(stdio_params(tmp_path, env={"OPENAI_API_KEY": key}), mode="legacy") as c:
+    async with memory_client(tmp_path, env={"OPENAI_API_KEY": key}) as c:
         r = await c.call_tool("list_backends", {})
         dumped = json.dumps(r.structured_content) + r.content[0].text
         assert key not in dumped and key[-4:] not in dumped
@@ -244,7 +248,7 @@ async def test_list_backends_never_shows_a_key(tmp_path: Path) -> None:
 
 async def test_finished_runs_survive_a_restart_and_live_ones_become_interrupted(
         provider, team_path: Path, tmp_path: Path) -> None:
-    async with Client(stdio_params(tmp_path, "--team", str(team_path)), mode="legacy") as c:
+    async with memory_client(tmp_path, team=team_path) as c:
         done = await c.call_tool("run_consensus", {"task": "Which queue?"})
         done_id = done.structured_content["run_id"]
     provider.script("stuck", Hang())
@@ -259,7 +263,7 @@ async def test_finished_runs_survive_a_restart_and_live_ones_become_interrupted(
     await provider.wait_for("stuck", 1, timeout=15)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    async with Client(stdio_params(tmp_path), mode="legacy") as c:
+    async with memory_client(tmp_path) as c:
         again = await c.call_tool("get_run", {"run_id": done_id})
         assert again.structured_content["status"] == "completed"
         assert again.structured_content["final_answer"] == "FINAL: Kafka"

@@ -45,6 +45,7 @@ _REGISTRY: dict[str, str] = {
     "anthropic": "massgen_mcp.backends.anthropic:AnthropicBackend",
     "gemini": "massgen_mcp.backends.gemini:GeminiBackend",
     "sampling": "massgen_mcp.backends.sampling:SamplingBackend",
+    "function": "massgen_mcp.backends.function:FunctionBackend",
 }
 
 

@@ -41,7 +41,7 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
                       show_hint: bool = False) -> list[ProviderStatus]:
     out = []
     for p in PROVIDERS.values():
-        if p.name in ("chatcompletion", "sampling"):
+        if p.name in ("chatcompletion", "sampling", "function"):
             continue
         if p.local:
             models = local.get(p.name)

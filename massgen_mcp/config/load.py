@@ -111,9 +111,9 @@ def load_team_file(path: str | Path, env: Environment | None = None) -> Team:
 
 def bundled_configs_dir() -> Path:
     """Where the ready team files live (inside the wheel, or the repo's configs/)."""
-    here = Path(__file__).resolve().parent
-    packaged = here / "_configs"
-    return packaged if packaged.is_dir() else here.parent / "configs"
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "_configs"
+    return packaged if packaged.is_dir() else package.parent / "configs"
 
 
 def bundled_team_names() -> list[str]:

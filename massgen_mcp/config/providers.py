@@ -1,8 +1,8 @@
 """Provider presets: which wire format, base URL and key variable each backend `type` means.
 
 A *provider* is where requests go (base URL, key); the *wire format* is how they are
-spelled (``openai_chat``, ``anthropic``, ``gemini``, ``sampling``). Every OpenAI-compatible
-service is just a preset feeding the OpenAI Chat Completions backend.
+spelled (``openai_chat``, ``anthropic``, ``gemini``, ``sampling``, ``function``). Every
+OpenAI-compatible service is just a preset feeding the OpenAI Chat Completions backend.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Wire = Literal["openai_chat", "anthropic", "gemini", "sampling"]
+Wire = Literal["openai_chat", "anthropic", "gemini", "sampling", "function"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,8 @@ PROVIDERS: dict[str, Provider] = {
         # backend.api_key, or from a preset whose base URL matches, or OPENAI_API_KEY.
         Provider("chatcompletion", "openai_chat", None, ("OPENAI_API_KEY",)),
         Provider("sampling", "sampling"),
+        # A Python function registered in this process (massgen_mcp.backends.function).
+        Provider("function", "function"),
     ]
 }
 

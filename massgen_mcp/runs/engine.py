@@ -341,8 +341,8 @@ class Engine:
 
 def _backend_key(spec: AgentSpec) -> str | None:
     """What makes two agents' backends interchangeable; None for backends bound to a call
-    (sampling talks to the calling client's session)."""
-    if spec.provider.wire == "sampling":
+    (sampling talks to the calling client's session; a function is looked up per run)."""
+    if spec.provider.wire in ("sampling", "function"):
         return None
     key = spec.api_key.get_secret_value() if spec.api_key else ""
     options = spec.backend.model_dump_json(exclude={"api_key", "mcp_servers", "allowed_tools",
