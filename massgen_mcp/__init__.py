@@ -45,8 +45,9 @@ async def run(
     from pathlib import Path
 
     from massgen_mcp.app import App
+    from massgen_mcp.config.choose import PYTHON
 
-    app = App(Path(state_dir) if state_dir else None)
+    app = App(Path(state_dir) if state_dir else None, vocabulary=PYTHON)
     chosen = await app.team_for(models=models, team=team,
                                 max_answers_per_agent=max_answers_per_agent,
                                 timeout_s=timeout_s, max_total_tokens=max_total_tokens)

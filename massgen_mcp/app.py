@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from massgen_mcp.config.choose import auto_team_models, resolve_team
+from massgen_mcp.config.choose import MCP, Vocabulary, auto_team_models, resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.team import Team
 from massgen_mcp.errors import InputError
@@ -29,7 +29,10 @@ class App:
         checkpoint_team: str | None = None,
         env: Environment | None = None,
         cwd: Path | None = None,
+        vocabulary: Vocabulary = MCP,
     ) -> None:
+        #: How this caller names its arguments in messages (CLI flags, tool arguments, ...).
+        self.vocabulary = vocabulary
         self.cwd = (cwd or Path.cwd()).resolve()
         self.env = env or Environment(dotenv_dir=self.cwd)
         self.engine = Engine(state or state_dir(cwd=self.cwd), self.env)
@@ -55,10 +58,11 @@ class App:
     ) -> Team:
         """The team a call runs on: `models`, else `team`, else the server's default team,
         else one built from the keys that are set, local servers, or sampling."""
+        words = self.vocabulary
         if timeout_s is not None and timeout_s <= 0:
-            raise InputError("timeout_s must be a positive number of seconds")
+            raise InputError(f"{words.timeout} must be a positive number of seconds")
         if max_answers_per_agent is not None and max_answers_per_agent < 1:
-            raise InputError("max_answers_per_agent must be at least 1")
+            raise InputError(f"{words.max_answers} must be at least 1")
         default_team = default_team or self.default_team
         extra: list[str] = []
         if not (models or team or default_team or auto_team_models(self.env)):
@@ -67,7 +71,7 @@ class App:
             extra = local_team_models(await local_models(self.env))
         chosen = resolve_team(models=models, team=team, default_team=default_team,
                               env=self.env, sampling_available=sampling_available,
-                              extra_models=extra)
+                              extra_models=extra, vocabulary=words)
         return chosen.with_overrides(
             max_new_answers_per_agent=max_answers_per_agent,
             orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens)

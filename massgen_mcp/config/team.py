@@ -225,6 +225,8 @@ class Team:
     agents: tuple[AgentSpec, ...]
     orchestrator: OrchestratorConfig
     source: str  # file path, "models:<list>" or "bundled:<name>"
+    #: What the caller should know about how the team was put together (agents left out).
+    notes: tuple[str, ...] = ()
 
     def with_overrides(self, **knobs: Any) -> Team:
         """A copy with orchestrator knobs replaced (None values are ignored)."""
@@ -236,4 +238,4 @@ class Team:
                 {**self.orchestrator.model_dump(exclude_unset=True), **changes})
         except ValidationError as e:
             raise ConfigError(format_validation_error(e, "options")) from None
-        return Team(self.name, self.agents, orch, self.source)
+        return Team(self.name, self.agents, orch, self.source, self.notes)

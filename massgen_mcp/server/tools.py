@@ -20,6 +20,7 @@ from massgen_mcp.app import App
 from massgen_mcp.config.availability import BackendsReport, backends_report
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
+from massgen_mcp.runs.outcome import is_error, result_text, settle_wording
 from massgen_mcp.server.host import ToolHost, tool_errors
 
 
@@ -55,8 +56,12 @@ def _summary(r: RunResult) -> RunSummary:
 
 
 def _tool_result(result: RunResult) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=result.summary_text())],
-                          structured_content=result.model_dump(mode="json"))
+    """The run as a tool result. A failed run (or one stopped with no answer at all) is an
+    error to the client, with its structured result still attached."""
+    settle_wording(result)
+    return CallToolResult(content=[TextContent(type="text", text=result_text(result))],
+                          structured_content=result.model_dump(mode="json"),
+                          is_error=is_error(result))
 
 
 def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
