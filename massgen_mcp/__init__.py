@@ -51,6 +51,11 @@ async def run(
     chosen = await app.team_for(models=models, team=team,
                                 max_answers_per_agent=max_answers_per_agent,
                                 timeout_s=timeout_s, max_total_tokens=max_total_tokens)
+    if chosen.notes:
+        import logging
+
+        for note in chosen.notes:
+            logging.getLogger("massgen_mcp").warning("%s", note)
     return await app.consensus(chosen, task, context=app.context_for(context, files)).start()
 
 

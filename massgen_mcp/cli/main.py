@@ -215,6 +215,8 @@ class _Progress:
             self._print(message)
 
     async def heartbeat(self) -> None:
+        import contextlib
+        import os
         import time
 
         import anyio
@@ -224,6 +226,9 @@ class _Progress:
             now = time.monotonic()
             if now - self.last < HEARTBEAT_SECONDS:
                 continue
+            if self.live is not None:  # a sign of life for a run later found interrupted
+                with contextlib.suppress(OSError):
+                    os.utime(self.live.record.dir / "events.jsonl")
             snap = self.live.snapshot() if self.live is not None else None
             if snap is None:
                 self._print("still starting (agents' tool servers)")

@@ -55,11 +55,13 @@ def _summary(r: RunResult) -> RunSummary:
         elapsed_seconds=r.elapsed_seconds, started_at=r.started_at, team=r.team)
 
 
-def _tool_result(result: RunResult) -> CallToolResult:
+def _tool_result(result: RunResult, notes: tuple[str, ...] = ()) -> CallToolResult:
     """The run as a tool result. A failed run (or one stopped with no answer at all) is an
-    error to the client, with its structured result still attached."""
+    error to the client, with its structured result still attached. `notes` say how the
+    team was put together (agents left out for missing keys)."""
     settle_wording(result)
-    return CallToolResult(content=[TextContent(type="text", text=result_text(result))],
+    text = "\n".join([*(f"Note: {n}" for n in notes), result_text(result)])
+    return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=result.model_dump(mode="json"),
                           is_error=is_error(result))
 
@@ -105,7 +107,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
                                      max_answers_per_agent=max_answers_per_agent)
         prepared = app.consensus(chosen, task, context=full_context,
                                  backend_context={"session": ctx.session})
-        return _tool_result(await host.run(prepared, ctx, wait))
+        return _tool_result(await host.run(prepared, ctx, wait), chosen.notes)
 
     @mcp.tool(title="Get a run")
     @tool_errors

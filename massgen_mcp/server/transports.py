@@ -164,8 +164,10 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
     server = _Server(config)
 
     async def exit_on_stop() -> None:
-        await stop.wait()
-        server.should_exit = True
+        try:
+            await stop.wait()
+        finally:  # also when the stop cancels this task first
+            server.should_exit = True
     url = f"http://{args.host}:{args.port}{'/sse' if args.transport == 'sse' else '/mcp'}"
 
     async def announce() -> None:
@@ -178,5 +180,9 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
     async with anyio.create_task_group() as tg:
         tg.start_soon(announce)
         tg.start_soon(exit_on_stop)
-        await server.serve()
+        # Shielded: cancelling uvicorn mid-serve makes it log a CancelledError traceback
+        # from its lifespan task; `should_exit` shuts it down cleanly instead (the runs it
+        # is waiting on are cancelled by the caller's scope meanwhile).
+        with anyio.CancelScope(shield=True):
+            await server.serve()
         tg.cancel_scope.cancel()
