@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from massgen_mcp.cli.launch import NAME, launch_command
+from massgen_mcp.cli.launch import NAME, installed_executable, launch_command, same_program
 from massgen_mcp.cli.registrations import Registration
 
 START_TIMEOUT_S = 45.0
@@ -36,6 +36,9 @@ def _inside(path: Path, root: Path) -> bool:
 
 def _refusal(reg: Registration, program: Path, project: Path) -> str:
     """Why doctor will not start this command ("" when it will)."""
+    mine = installed_executable()
+    if mine is not None and same_program(program, mine):
+        return ""  # the program running doctor right now
     if _inside(program, project):
         return f"{program} lies inside the project; doctor starts only an installed massgen-mcp"
     name = program.name
