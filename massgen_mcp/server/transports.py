@@ -91,9 +91,10 @@ def serve(args: argparse.Namespace) -> int:
                       checkpoint_team=args.checkpoint_team)
     for name in filter(None, (args.team, args.checkpoint_team)):
         try:
-            from massgen_mcp.config.load import load_team
+            from massgen_mcp.config.choose import resolve_team
 
-            load_team(name, app.env)
+            for note in resolve_team(team=name, env=app.env).notes:
+                print(f"massgen-mcp: {note}", file=sys.stderr)
         except MassgenError as e:
             print(f"massgen-mcp: warning: team '{name}' is not usable yet: {e}", file=sys.stderr)
     mcp, host = build_server(app)
