@@ -5,10 +5,11 @@
 Runs `massgen-mcp hook pre-tool-use` (the console script next to this Python, if
 installed) and `python -m massgen_mcp.hook.main pre-tool-use`, each `--calls` times,
 in a temporary workspace with an active checkpoint plan, cycling through a benign Bash
-call, a dangerous one, an approved MCP call and a Write. Prints median / p90 / min per
-form, plus a bare `python -c pass` for the interpreter's own start-up, and the load
-average (on a busy 2-CPU machine every figure, the bare interpreter's included, inflates
-two- to threefold). Goal: median under 150 ms per call.
+call, a dangerous one, a loop with substitutions, inline code and a pipe into a shell, an
+approved MCP call and a Write. Prints median / p90 / min per form, plus a bare
+`python -c pass` for the interpreter's own start-up, and the load average (on a busy
+2-CPU machine every figure, the bare interpreter's included, inflates two- to threefold).
+Goal: median under 150 ms per call.
 
 Bytecode is cached as in a real install (pip compiles it): `PYTHONDONTWRITEBYTECODE` is
 dropped and `PYTHONPYCACHEPREFIX` points into a temp dir, after one warm-up call per form.
@@ -57,6 +58,8 @@ def _workspace(root: Path) -> Path:
 
 def _payloads(ws: Path) -> list[str]:
     calls = [("Bash", {"command": "ls -la"}), ("Bash", {"command": "rm -rf ~"}),
+             ("Bash", {"command": "for f in $(git ls-files '*.py'); do python3 -c "
+                                  "'import sys; print(sys.argv)' \"$f\" | sh; done"}),
              ("mcp__ops__deploy", {"version": "2.0"}),
              ("Write", {"file_path": str(ws / "src" / "a.py"), "content": "x"})]
     return [json.dumps({"session_id": "b", "cwd": str(ws), "hook_event_name": "PreToolUse",

@@ -1,9 +1,10 @@
 """A loopback model provider that plays scripted agents, for tests and benchmarks.
 
-`ScriptedProvider` is a real HTTP server on 127.0.0.1 that speaks enough of three wire
+`ScriptedProvider` is a real HTTP server on 127.0.0.1 that speaks enough of four wire
 formats for the real SDKs to work against it unchanged:
 
 - OpenAI Chat Completions: ``POST /v1/chat/completions`` (JSON, or SSE when ``stream``)
+- OpenAI Responses:        ``POST /v1/responses`` (JSON, or SSE; see `scripted_responses`)
 - Anthropic Messages:      ``POST /v1/messages``
 - Gemini:                  ``POST /v1beta/models/{model}:generateContent``
                            (and ``:streamGenerateContent?alt=sse``)
@@ -49,13 +50,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import scripted_native
+import scripted_responses
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-WireName = Literal["openai", "anthropic", "gemini"]
+WireName = Literal["openai", "responses", "anthropic", "gemini"]
 TEST_KEY = "test-key"
 
 # ---------------------------------------------------------------------------- replies
@@ -358,7 +361,7 @@ _DEFAULT_MESSAGES = {401: "invalid authentication credentials", 403: "permission
 
 def _error_body(wire: WireName, err: Error, model: str) -> dict[str, Any]:
     message = err.message or _DEFAULT_MESSAGES.get(err.status, f"error {err.status}")
-    if wire == "openai":
+    if wire in ("openai", "responses"):
         code = {401: "invalid_api_key", 404: "model_not_found"}.get(err.status)
         kind = err.error_type or _OPENAI_ERRORS.get(err.status, "server_error")
         return {"error": {"message": message, "type": kind, "param": None, "code": code}}
@@ -386,6 +389,8 @@ class ScriptedProvider:
         self.latency: float = 0.0
         self.gemini_call_ids = True  # send `id` in Gemini functionCall parts
         self.gemini_thought_signatures = True  # sign the first functionCall part
+        # (url, title) pairs a native web search "finds" (see scripted_native)
+        self.web_sources: list[tuple[str, str]] = []
         self._scripts: dict[str, Script] = {}
         self._counts: dict[str, int] = {}
         self._ids = itertools.count(1)
@@ -419,6 +424,7 @@ class ScriptedProvider:
     def backend(self, wire: str, model: str, **backend_fields: Any) -> dict[str, Any]:
         """A team-file backend dict pointing at this server (fields override the defaults)."""
         kinds = {"openai": ("chatcompletion", self.openai_base_url),
+                 "responses": ("openai", self.openai_base_url),
                  "anthropic": ("claude", self.anthropic_base_url),
                  "gemini": ("gemini", self.gemini_base_url)}
         aliases = {"openai_chat": "openai", "chatcompletion": "openai", "claude": "anthropic",
@@ -449,6 +455,7 @@ class ScriptedProvider:
             self.requests.clear()
             self.script_errors.clear()
             self.latency = 0.0
+            self.web_sources = []
 
     def wait_for_sync(
         self, model: str, count: int = 1, timeout: float = 5.0
@@ -553,6 +560,10 @@ class ScriptedProvider:
             model = str(body.get("model", ""))
             system, messages, tools = _parse_openai(body)
             tool_choice = body.get("tool_choice")
+        elif path.endswith("/v1/responses"):
+            wire, model = "responses", str(body.get("model", ""))
+            system, messages, tools = scripted_responses.parse(body)
+            tool_choice = body.get("tool_choice")
         elif path.endswith("/v1/messages"):
             wire, model = "anthropic", str(body.get("model", ""))
             system, messages, tools = _parse_anthropic(body)
@@ -628,6 +639,8 @@ class ScriptedProvider:
         usage = (_tokens(req.text), _tokens(out))
         if req.wire == "openai":
             return self._render_openai(req, text, calls, ids, usage)
+        if req.wire == "responses":
+            return self._render_responses(req, text, calls, ids, usage)
         if req.wire == "anthropic":
             return self._render_anthropic(req, text, calls, ids, usage)
         return self._render_gemini(req, text, calls, ids, usage)
@@ -660,19 +673,44 @@ class ScriptedProvider:
         lines = [f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]
         return StreamingResponse(iter(lines), media_type="text/event-stream")
 
+    def _searched(self, req: ScriptRequest) -> list[tuple[str, str]]:
+        return list(self.web_sources) if self.web_sources and scripted_native.offered(
+            req.wire, req.raw) else []
+
+    def _render_responses(self, req: ScriptRequest, text: str, calls: list[Call],
+                          ids: list[int], usage: tuple[int, int]) -> Response:
+        search = self._searched(req)
+        annotations = None
+        if search:
+            item, text, annotations = scripted_native.responses_search(search, text, ids[0]
+                                                                       if ids else 0)
+        items = scripted_responses.output_items(req.raw, req.model, req.call_index, text,
+                                                calls, ids, annotations)
+        if search:
+            items.insert(0, item)
+        body = scripted_responses.response_object(req.raw, req.model, f"resp_{next(self._ids)}",
+                                                  items, usage)
+        if req.stream:
+            return StreamingResponse(scripted_responses.sse(body), media_type="text/event-stream")
+        return JSONResponse(body)
+
     def _render_anthropic(self, req: ScriptRequest, text: str, calls: list[Call],
                           ids: list[int], usage: tuple[int, int]) -> Response:
         if req.stream:
             return JSONResponse(_error_body("anthropic", Error(
                 400, "the scripted provider does not stream Anthropic replies"), req.model), 400)
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+        search = self._searched(req)
+        if search:
+            content = scripted_native.anthropic_search(search, text, next(self._ids))
         content += [{"type": "tool_use", "id": f"toolu_{i:06d}", "name": c.name,
                      "input": _loads(c.arguments)} for c, i in zip(calls, ids, strict=True)]
         return JSONResponse({
             "id": f"msg_{next(self._ids):06d}", "type": "message", "role": "assistant",
             "model": req.model, "content": content,
             "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}})
+            "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
+                      **(scripted_native.ANTHROPIC_USAGE if search else {})}})
 
     def _render_gemini(self, req: ScriptRequest, text: str, calls: list[Call], ids: list[int],
                        usage: tuple[int, int]) -> Response:
@@ -693,6 +731,8 @@ class ScriptedProvider:
                 signature = f"sig-{req.call_index}".encode()
                 part["thoughtSignature"] = base64.b64encode(signature).decode()
             parts.append(part)
+        if search := self._searched(req):
+            candidate["groundingMetadata"] = scripted_native.gemini_grounding(search)
         body = {"candidates": [{"content": {"role": "model", "parts": parts}, **candidate}],
                 "usageMetadata": {"promptTokenCount": usage[0],
                                   "candidatesTokenCount": usage[1],

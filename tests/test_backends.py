@@ -224,11 +224,13 @@ async def test_require_tool_is_sent(wire: str, provider, make, model) -> None:
 
 
 @pytest.mark.parametrize(("kind", "token_field"), [
-    ("openai", "max_completion_tokens"), ("chatcompletion", "max_tokens")])
+    ("azure_openai", "max_completion_tokens"), ("chatcompletion", "max_tokens")])
 async def test_openai_options(kind: str, token_field: str, provider, make, model) -> None:
+    # (type: openai is the Responses API: see test_responses_backend.py)
     provider.script(model, Text("ok"))
+    azure = {"base_url": provider.root} if kind == "azure_openai" else {}
     await make("openai", model, type=kind, max_tokens=321, temperature=0.2,
-               reasoning={"effort": "low"}).turn([user("hi")], [])
+               reasoning={"effort": "low"}, **azure).turn([user("hi")], [])
     raw = provider.requests_for(model)[0].raw
     assert raw[token_field] == 321
     other = ({"max_tokens", "max_completion_tokens"} - {token_field}).pop()

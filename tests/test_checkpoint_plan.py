@@ -189,13 +189,83 @@ def test_schema_problems_and_numbering_reported_together() -> None:
     del plan["steps"][3]["description"]
     plan["extra"] = True
     problems = problems_of(plan)
-    assert "plan.extra: unknown field (a plan has only 'steps')" in problems
     assert "steps[0].kind: must be one of verify, action, backup, notify, wait" in problems
-    assert any(p.startswith("steps[1].notes: unknown field (a step has step, kind")
-               for p in problems)
+    assert "steps[1].step: expected 2 (steps are numbered 1..n in order), got 5" in problems
+    assert not any("extra" in p or "notes" in p for p in problems)  # dropped, not fatal
     assert "steps[3].description: required field is missing" in problems
     # steps[3] failed its schema but names goal 'cleanup': no second, spurious complaint.
     assert not any("not served" in p for p in problems)
+
+
+def test_extra_fields_are_dropped_and_noted() -> None:
+    plan = good_plan()
+    plan["summary"] = "Deploy v2, then clean up"
+    plan["steps"][0]["why"] = "staging first"
+    plan["steps"][2]["approved_action"]["risk"] = "medium"
+    plan["steps"][2]["approved_action"]["rollback"]["note"] = "v1 is warm"
+    valid = validate(plan)
+    assert valid["notes"] == [
+        "plan.summary: dropped (a plan has only 'steps')",
+        "steps[0].why: dropped (a step has step, kind, description, preconditions, touches, "
+        "recovery, constraints, approved_action)",
+        "steps[2].approved_action.risk: dropped (approved_action has goal_id, tool, args, "
+        "rollback)",
+        "steps[2].approved_action.rollback.note: dropped (action has tool, args)"]
+    assert {k: v for k, v in valid.items() if k != "notes"} == validate(good_plan())
+    # Without `args`, an extra field may be the arguments under another name: an error.
+    plan["steps"][3]["approved_action"] = {"goal_id": "cleanup", "tool": "Bash",
+                                           "arguments": {"command": "rm -rf /"},
+                                           "rollback": None}
+    assert any(p.startswith("steps[3].approved_action.arguments: unknown field")
+               for p in problems_of(plan))
+
+
+def test_summary_plan_is_approved_end_to_end(tmp_path: Path, workspace: Path) -> None:
+    fmt = CheckpointAnswerFormat(TOOLS, GOALS)
+    parsed = fmt.parse({"plan": {**good_plan(), "summary": "two goals, four steps"}})
+    assert parsed.data["notes"][0].startswith("plan.summary: dropped")
+    session, _ = init_session(tmp_path / "state", workspace, "Ship", TOOL_INFO)
+    ckpt = new_checkpoint_dir(session, objective="deploy", action_goals=GOALS)
+    record_result(ckpt, status="completed", plan=parsed.data, votes={}, elapsed=1)
+    record = active.load_active_plan(str(workspace))[1]
+    assert record is not None and len(record["approved"]) == 5
+    stored = json.loads((ckpt / "plan.json").read_text())
+    assert stored["plan"]["notes"] == parsed.data["notes"]
+
+
+@pytest.mark.parametrize("node, problem", [
+    ({"if": "x", "then": {"if": "y", "then": "rollback"}},
+     "steps[0].recovery.then.then: 'rollback' is not a recovery terminal"),
+    ({"if": "x", "then": "proceed", "else": {"compensate": {"tool": "Bash"}}},
+     "steps[0].recovery.else.then: required field is missing"),
+    ({"compensate": {"tool": "Bash", "args": {}}, "then": {"if": "  ", "then": "proceed"}},
+     "steps[0].recovery.then.if: must be a non-empty condition"),
+    ({"compensate": {"tool": "Bash", "args": {}}, "then": "proceed", "reason": 3},
+     "steps[0].recovery.reason: must be a string"),
+    ({"compensate": "undo", "then": "proceed"}, "steps[0].recovery.compensate: must be an object"),
+    ([1, 2], "steps[0].recovery: a recovery node is"),
+    ({"if": "x", "then": "proceed", "otherwise": "terminate"},
+     "steps[0].recovery.otherwise: unknown field"),
+])
+def test_recovery_tree_problems_name_their_path(node: Any, problem: str) -> None:
+    plan = good_plan()
+    plan["steps"][0]["recovery"] = node
+    assert any(p.startswith(problem) for p in problems_of(plan)), problems_of(plan)
+
+
+def test_deep_recovery_tree_is_refused_not_recursed() -> None:
+    node: Any = "terminate"
+    for _ in range(5000):
+        node = {"if": "x", "then": node}
+    plan = good_plan()
+    plan["steps"][0]["recovery"] = node
+    assert problems_of(plan) == ["steps[0].recovery: recovery is nested too deeply"]
+
+
+def test_recovery_is_normalized() -> None:
+    plan = good_plan()
+    plan["steps"][0]["recovery"] = {"if": "  down  ", "then": "terminate", "reason": None}
+    assert validate(plan)["steps"][0]["recovery"] == {"if": "down", "then": "terminate"}
 
 
 def test_step_numbers_must_run_in_order() -> None:
@@ -387,7 +457,7 @@ def test_audit_trail_and_active_plan(tmp_path: Path, workspace: Path) -> None:
 
     # Re-initializing the session stops enforcing the old plan.
     init_session(state, workspace, "Ship v3", TOOL_INFO)
-    assert active.load_active_plan(str(workspace)) == (str(workspace.resolve()), None, None)
+    assert active.load_active_plan(str(workspace)) == (None, None, None)
 
 
 def test_plan_not_signed_with_this_users_key_is_ignored(workspace: Path, plan_key: Path
@@ -397,7 +467,7 @@ def test_plan_not_signed_with_this_users_key_is_ignored(workspace: Path, plan_ke
     ckpt = new_checkpoint_dir(session, objective="deploy", action_goals=GOALS)
     record_result(ckpt, status="completed", plan=validate(good_plan()), votes={}, elapsed=1)
     assert plan_key.stat().st_mode & 0o777 == 0o600
-    path = Path(session.session_dir) / "active_plan.json"
+    path = Path(active.ledger_path(session.session_id))  # the copy the hook reads
     record = json.loads(path.read_text())
     record["approved"].append({"step": 4, "kind": "action", "role": "action", "goal_id": "x",
                                "tool": "Bash", "args": {"command": "rm -rf ~"}})
@@ -414,18 +484,36 @@ def test_repo_index_cannot_claim_a_wider_workspace(workspace: Path) -> None:
     index.parent.mkdir(parents=True)
     index.write_text(json.dumps({"version": 1, "workspaces": {
         "/": {"session_id": "x", "active": True}}}))
-    assert active.find_workspace(str(workspace)) is None
+    assert active.load_active_plan(str(workspace)) == (None, None, None)
 
 
-def test_active_plan_found_through_state_dir_env(tmp_path: Path, workspace: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_active_plan_found_wherever_the_state_dir_is(tmp_path: Path, workspace: Path) -> None:
     state = tmp_path / "elsewhere"
     session, _ = init_session(state, workspace, "Ship", TOOL_INFO)
     ckpt = new_checkpoint_dir(session, objective="deploy", action_goals=GOALS)
     record_result(ckpt, status="completed", plan=validate(good_plan()), votes={}, elapsed=1)
-    assert active.load_active_plan(str(workspace))[1] is None  # not under .massgen/
-    monkeypatch.setenv("MASSGEN_MCP_HOME", str(state))
+    record = active.load_active_plan(str(workspace / "src"))[1]
+    assert record is not None and record["checkpoint_id"] == "ckpt_001"
+    # The hook's copy lives next to the key, not in the state directory.
+    assert Path(active.ledger_path(session.session_id)).parent.parent == (
+        Path(active.key_path()).parent)
+
+
+def test_superseded_plan_copied_back_approves_nothing(workspace: Path) -> None:
+    state = workspace / ".massgen"
+    session, _ = init_session(state, workspace, "Ship", TOOL_INFO)
+    for number in (1, 2):
+        ckpt = new_checkpoint_dir(session, objective=f"deploy {number}", action_goals=GOALS)
+        record_result(ckpt, status="completed", plan=validate(good_plan()), votes={},
+                      elapsed=1)
+        if number == 1:
+            old = (Path(session.session_dir) / "active_plan.json").read_text()
+    (Path(session.session_dir) / "active_plan.json").write_text(old)
+    assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_002"
+    Path(active.ledger_path(session.session_id)).write_text(old)  # the hook gates this write
     assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_001"
+    init_session(state, workspace, "Ship v3", TOOL_INFO)
+    assert active.load_active_plan(str(workspace))[1] is None
 
 
 # ----------------------------------------------------------------------------- review task

@@ -41,6 +41,7 @@ class Backend(Protocol):
 
 # wire format -> "module:Class"
 _REGISTRY: dict[str, str] = {
+    "openai_responses": "massgen_mcp.backends.openai_responses:OpenAIResponsesBackend",
     "openai_chat": "massgen_mcp.backends.openai_chat:OpenAIChatBackend",
     "anthropic": "massgen_mcp.backends.anthropic:AnthropicBackend",
     "gemini": "massgen_mcp.backends.gemini:GeminiBackend",

@@ -21,6 +21,7 @@ from massgen_mcp.backends._common import (
     ssl_context,
     stainless_errors,
 )
+from massgen_mcp.backends.native_tools import anthropic_tools, read_anthropic
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
@@ -77,7 +78,9 @@ class AnthropicBackend:
             usage.input_tokens = ((u.input_tokens or 0) + (u.cache_read_input_tokens or 0)
                                   + (u.cache_creation_input_tokens or 0))
             usage.output_tokens = u.output_tokens or 0
-        data = {"wire": _WIRE, "thinking": thinking} if thinking else None
+        data: dict[str, Any] | None = {"wire": _WIRE, "thinking": thinking} if thinking else None
+        if (native := read_anthropic(list(response.content or []), u).as_data()) is not None:
+            data = {**(data or {}), "native": native}  # web searches are billed per call
         return Turn("".join(texts), tuple(calls), usage, response.stop_reason, data)
 
     async def aclose(self) -> None:
@@ -95,11 +98,15 @@ class AnthropicBackend:
         }
         if system:
             params["system"] = system
-        if tools:
+        server_tools, betas = anthropic_tools(b)
+        if tools or server_tools:
             params["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
-                for t in tools]
+                for t in tools] + server_tools
+        if tools:
             params["tool_choice"] = {"type": "any" if require_tool else "auto"}
+        if betas:
+            params["extra_headers"] = {"anthropic-beta": ",".join(betas)}
         # anthropic>=1.0 dropped the sampling arguments (newer models reject them), but the
         # API still takes them on models that support them.
         sampling = {"temperature": b.temperature, "top_p": b.top_p}

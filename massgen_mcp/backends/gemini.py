@@ -29,6 +29,7 @@ from massgen_mcp.backends._common import (
     status_error,
     timeout_error,
 )
+from massgen_mcp.backends.native_tools import gemini_tools, read_gemini
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
@@ -149,10 +150,12 @@ class GeminiBackend:
                 _GENERATED + new_call_id(), match.group(1) if match else "malformed_function_call",
                 arguments_error=f"the function call was malformed ({finish}): "
                                 f"{message or 'call the tool again with a JSON object'}"))
-        data = None
+        data: dict[str, Any] | None = None
         if any(p.thought_signature for p in parts):
             data = {"wire": _WIRE,
                     "parts": [p.model_dump(mode="json", exclude_none=True) for p in parts]}
+        if (native := read_gemini(candidate, parts).as_data()) is not None:
+            data = {**(data or {}), "native": native}  # grounded searches are billed
         return Turn("".join(texts), tuple(calls), usage, finish, data)
 
     async def aclose(self) -> None:
@@ -179,6 +182,8 @@ class GeminiBackend:
             mode = types.FunctionCallingConfigMode
             config.tool_config = types.ToolConfig(function_calling_config=(
                 types.FunctionCallingConfig(mode=mode.ANY if require_tool else mode.AUTO)))
+        if native := gemini_tools(b):
+            config.tools = [*(config.tools or []), *native]
         if b.effort:
             level = b.effort.upper()
             if re.search(r"gemini-[12]\.", self.model):

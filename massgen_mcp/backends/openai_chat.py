@@ -114,6 +114,9 @@ class OpenAIChatBackend:
             params["max_completion_tokens" if native else "max_tokens"] = b.max_tokens
         if b.effort:
             params["reasoning_effort"] = b.effort
+        if self.provider != "azure_openai":  # vLLM/SGLang-style extra sampling fields
+            extra = {"top_k": b.top_k, "chat_template_kwargs": b.chat_template_kwargs}
+            params.update({k: v for k, v in extra.items() if v is not None})
         return params
 
 

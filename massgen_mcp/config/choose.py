@@ -124,7 +124,7 @@ def _load(name: str, env: Environment) -> Team:
 def load_team_from(data: dict[str, object], agents: list[object], name: str,
                    env: Environment) -> Team:
     team = team_from_data({**data, "agents": agents}, f"{name}.yaml", env, name=name)
-    return Team(team.name, team.agents, team.orchestrator, f"bundled:{name}")
+    return replace(team, source=f"bundled:{name}")
 
 
 def _and(items: list[str]) -> str:

@@ -16,7 +16,6 @@ from massgen_mcp.errors import ConfigError
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-
 def read_dotenv(path: Path) -> dict[str, str]:
     """Parse a .env file (KEY=VALUE lines, optional `export`, quotes, # comments)."""
     values: dict[str, str] = {}
@@ -72,26 +71,39 @@ class Environment(Mapping[str, str]):
         return None
 
 
-def expand_vars(value: Any, env: Mapping[str, str], where: str = "") -> Any:
+def expand_vars(
+    value: Any, env: Mapping[str, str], where: str = "", *,
+    placeholders: Mapping[str, str] | None = None, errors: list[str] | None = None,
+) -> Any:
     """Expand `${VAR}` and `${VAR:-default}` in every string of a YAML tree.
 
-    An unset variable without a default is a ConfigError naming the variable and field.
+    `placeholders` are names that are not environment variables (MassGen's `${cwd}`, the
+    agent's working directory) and win over the environment. An unset variable without a
+    default is a ConfigError naming the variable and field; with `errors` given, each such
+    problem is appended there instead (the text is left as it was), so all are reported.
     """
     if isinstance(value, str):
 
         def sub(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
+            if placeholders and name in placeholders:
+                return placeholders[name]
             if name in env:
                 return env[name]
             if default is not None:
                 return default
-            raise ConfigError(f"{where}: environment variable {name} is not set; set it or "
-                              f"write ${{{name}:-default}}")
+            problem = (f"{where}: environment variable {name} is not set; set it or "
+                       f"write ${{{name}:-default}}")
+            if errors is None:
+                raise ConfigError(problem)
+            errors.append(problem)
+            return m.group(0)
 
         return _VAR.sub(sub, value)
+    kw: dict[str, Any] = {"placeholders": placeholders, "errors": errors}
     if isinstance(value, list):
-        return [expand_vars(v, env, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [expand_vars(v, env, f"{where}[{i}]", **kw) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {k: expand_vars(v, env, f"{where}.{k}" if where else str(k))
+        return {k: expand_vars(v, env, f"{where}.{k}" if where else str(k), **kw)
                 for k, v in value.items()}
     return value

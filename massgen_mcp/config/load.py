@@ -7,16 +7,26 @@ downstream gets a resolved `Team`.
 from __future__ import annotations
 
 import difflib
+import logging
 from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
 from massgen_mcp.config.env import Environment, expand_vars
-from massgen_mcp.config.providers import PROVIDERS, provider_for_base_url
+from massgen_mcp.config.massgen_keys import (
+    COSMETIC,
+    native_losses,
+    near_misses,
+    team_warning,
+    unhonoured,
+)
+from massgen_mcp.config.providers import NEEDS_BASE_URL, PROVIDERS, provider_for_base_url
 from massgen_mcp.config.team import AgentConfig, AgentSpec, Team, TeamConfig
 from massgen_mcp.errors import ConfigError, MissingKeyError, format_validation_error
 from massgen_mcp.urls import is_loopback_url
+
+log = logging.getLogger(__name__)
 
 
 def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str) -> AgentSpec:
@@ -29,9 +39,9 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
     # A local server that is not on its default port: OLLAMA_BASE_URL, LMSTUDIO_BASE_URL, ...
     moved = env.get(f"{provider.name.upper()}_BASE_URL") if provider.local else None
     base_url = b.base_url or moved or provider.base_url
-    if b.type == "chatcompletion" and not b.base_url:
-        raise ConfigError(f"{path}.base_url: type 'chatcompletion' needs a base_url "
-                          "(the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1)")
+    if b.type in NEEDS_BASE_URL and not b.base_url:
+        raise ConfigError(f"{path}.base_url: type '{b.type}' needs a base_url "
+                          f"({NEEDS_BASE_URL[b.type]})")
     if b.type == "azure_openai" and not base_url:
         base_url = env.first(("AZURE_OPENAI_ENDPOINT",))
         if not base_url:
@@ -57,35 +67,95 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
         backend=b,
         api_key=api_key,
         base_url=base_url,
-        system_message=agent.system_message,
+        system_message="\n\n".join(
+            t for t in (agent.system_message, agent.append_system_prompt) if t) or None,
     )
 
 
-def team_from_data(
-    data: Any, where: str, env: Environment | None = None, name: str | None = None
-) -> Team:
-    """Validate a parsed team file (already a dict) and resolve its agents."""
-    env = env if env is not None else Environment()
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping with an 'agents' list at the top level")
+def _massgen_shape(data: dict[str, Any]) -> dict[str, Any]:
+    """MassGen's layout folded into ours: `agent:`, `timeout_settings:`, display sections."""
     data = dict(data)
     if "agents" not in data and "agent" in data:  # MassGen's single-agent form
         data["agents"] = [data.pop("agent")]
     # MassGen keeps the whole-run timeout in its own top-level section.
     timeouts = data.pop("timeout_settings", None)
-    if isinstance(timeouts, dict) and "orchestrator_timeout_seconds" in timeouts:
+    if isinstance(timeouts, dict):
         orch = dict(data.get("orchestrator") or {})
-        orch.setdefault("orchestrator_timeout_seconds", timeouts["orchestrator_timeout_seconds"])
+        if "orchestrator_timeout_seconds" in timeouts:
+            orch.setdefault("orchestrator_timeout_seconds",
+                            timeouts["orchestrator_timeout_seconds"])
+        rest = {k: v for k, v in timeouts.items() if k != "orchestrator_timeout_seconds"}
+        if rest:  # per-round timeouts: kept so that the warning names them
+            data["timeout_settings"] = rest
         data["orchestrator"] = orch
-    for section in ("ui", "logging"):
+    for section in COSMETIC:
         data.pop(section, None)
-    data = expand_vars(data, env, "")
+    return data
+
+
+def _cwd_placeholders(agent: Any) -> dict[str, str]:
+    """MassGen's `${cwd}`: the agent's working directory (its backend.cwd, else ours)."""
+    backend = agent.get("backend") if isinstance(agent, dict) else None
+    cwd = backend.get("cwd") if isinstance(backend, dict) else None
+    base = Path.cwd()
+    return {"cwd": str((base / cwd).resolve() if isinstance(cwd, str) and cwd else base)}
+
+
+def _expand(data: dict[str, Any], env: Environment, problems: list[str]) -> dict[str, Any]:
+    agents = data.get("agents")
+    rest = {k: v for k, v in data.items() if k != "agents"}
+    out = expand_vars(rest, env, "", placeholders=_cwd_placeholders(None), errors=problems)
+    if isinstance(agents, list):
+        out["agents"] = [
+            expand_vars(a, env, f"agents[{i}]", placeholders=_cwd_placeholders(a),
+                        errors=problems) for i, a in enumerate(agents)]
+    elif agents is not None:
+        out["agents"] = agents
+    return {k: out[k] for k in data}  # keep the file's key order
+
+
+def team_from_data(
+    data: Any, where: str, env: Environment | None = None, name: str | None = None
+) -> Team:
+    """Validate a parsed team file (already a dict) and resolve its agents.
+
+    Every problem of the file is reported at once, one line each (file, field path, what
+    was expected, the fix). Keys accepted but not honoured become `Team.warnings`.
+    """
+    env = env if env is not None else Environment()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping with an 'agents' list at the top level")
+    problems: list[str] = []
+    data = _expand(_massgen_shape(data), env, problems)
+    problems = [f"{where}: {p}" for p in problems]
+    problems += [f"{where}: {p}" for p in near_misses(data)]
     try:
         team = TeamConfig.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(format_validation_error(e, where)) from None
-    agents = tuple(_resolve_agent(a, i, env, where) for i, a in enumerate(team.agents))
-    return Team(name or team.name or Path(where).stem, agents, team.orchestrator, where)
+        raise ConfigError("\n".join(
+            [*problems, *format_validation_error(e, where).splitlines()])) from None
+    agents: list[AgentSpec] = []
+    missing: list[MissingKeyError] = []
+    for i, a in enumerate(team.agents):
+        try:
+            agents.append(_resolve_agent(a, i, env, where))
+        except MissingKeyError as e:
+            missing.append(e)
+        except ConfigError as e:
+            problems.append(str(e))
+    if missing and not problems:  # still a MissingKeyError (naming the first variable)
+        missing[0].args = ("\n".join(str(m) for m in missing),)
+        raise missing[0]
+    if problems or missing:
+        raise ConfigError("\n".join([*problems, *(str(m) for m in missing)]))
+    lost = unhonoured(data)
+    for i, spec in enumerate(agents):
+        for what, paths in native_losses(spec.provider.name, spec.provider.wire, spec.backend,
+                                         f"agents[{i}].backend").items():
+            lost.setdefault(what, []).extend(paths)
+    warning = team_warning(where, lost)
+    return Team(name or team.name or Path(where).stem, tuple(agents), team.orchestrator, where,
+                (warning,) if warning else ())
 
 
 def load_team_file(path: str | Path, env: Environment | None = None) -> Team:
@@ -106,7 +176,10 @@ def load_team_file(path: str | Path, env: Environment | None = None) -> Team:
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(e, "problem", None) or str(e)
         raise ConfigError(f"{p.name}: not valid YAML{at}: {problem}") from None
-    return team_from_data(data, p.name, env, name=p.stem)
+    team = team_from_data(data, p.name, env, name=p.stem)
+    for warning in team.warnings:  # on stderr for the CLI; the server also puts it in notes
+        log.warning("%s", warning)
+    return team
 
 
 def bundled_configs_dir() -> Path:
@@ -129,7 +202,8 @@ def load_team(name_or_path: str, env: Environment | None = None) -> Team:
     bundled = bundled_configs_dir() / f"{name_or_path}.yaml"
     if bundled.is_file():
         team = load_team_file(bundled, env)
-        return Team(team.name, team.agents, team.orchestrator, f"bundled:{name_or_path}")
+        return Team(team.name, team.agents, team.orchestrator, f"bundled:{name_or_path}",
+                    team.warnings)
     names = bundled_team_names()
     close = difflib.get_close_matches(name_or_path, names, n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""

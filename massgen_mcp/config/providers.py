@@ -1,8 +1,10 @@
 """Provider presets: which wire format, base URL and key variable each backend `type` means.
 
 A *provider* is where requests go (base URL, key); the *wire format* is how they are
-spelled (``openai_chat``, ``anthropic``, ``gemini``, ``sampling``, ``function``). Every
-OpenAI-compatible service is just a preset feeding the OpenAI Chat Completions backend.
+spelled (``openai_responses``, ``openai_chat``, ``anthropic``, ``gemini``, ``sampling``,
+``function``). As in MassGen, ``type: openai`` (and Grok, whose API has the same surface)
+speaks the OpenAI Responses API; every other OpenAI-compatible service is a preset feeding the
+Chat Completions backend.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Wire = Literal["openai_chat", "anthropic", "gemini", "sampling", "function"]
+Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,13 +29,13 @@ class Provider:
 PROVIDERS: dict[str, Provider] = {
     p.name: p
     for p in [
-        Provider("openai", "openai_chat", None, ("OPENAI_API_KEY",),
+        Provider("openai", "openai_responses", None, ("OPENAI_API_KEY",),
                  default_model="gpt-5", signup="https://platform.openai.com/api-keys"),
         Provider("claude", "anthropic", None, ("ANTHROPIC_API_KEY",),
                  default_model="claude-sonnet-4-5", signup="https://console.anthropic.com/"),
         Provider("gemini", "gemini", None, ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
                  default_model="gemini-2.5-pro", signup="https://aistudio.google.com/apikey"),
-        Provider("grok", "openai_chat", "https://api.x.ai/v1", ("XAI_API_KEY",),
+        Provider("grok", "openai_responses", "https://api.x.ai/v1", ("XAI_API_KEY",),
                  default_model="grok-4", signup="https://console.x.ai/"),
         Provider("openrouter", "openai_chat", "https://openrouter.ai/api/v1",
                  ("OPENROUTER_API_KEY",), signup="https://openrouter.ai/keys"),
@@ -57,6 +59,10 @@ PROVIDERS: dict[str, Provider] = {
                  signup="https://z.ai/"),
         Provider("qwen", "openai_chat", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
                  ("QWEN_API_KEY", "DASHSCOPE_API_KEY"), signup="https://dashscope.console.aliyun.com/"),
+        Provider("nvidia_nim", "openai_chat", "https://integrate.api.nvidia.com/v1",
+                 ("NGC_API_KEY",), signup="https://build.nvidia.com/"),
+        # POE's endpoint depends on the account's platform: base_url is required, as in MassGen.
+        Provider("poe", "openai_chat", None, ("POE_API_KEY",), signup="https://poe.com/api_key"),
         Provider("azure_openai", "openai_chat", None,
                  ("AZURE_OPENAI_API_KEY",), signup="https://portal.azure.com/"),
         Provider("ollama", "openai_chat", "http://localhost:11434/v1", local=True),
@@ -84,6 +90,9 @@ ALIASES: dict[str, str] = {
     "lm_studio": "lmstudio",
     "kimi": "moonshot",
     "inference": "vllm",
+    "nim": "nvidia_nim",
+    "nvidia": "nvidia_nim",
+    "response": "openai",  # MassGen's name of its Responses API backend
 }
 
 # MassGen backend types that this project does not implement (yet).
@@ -93,7 +102,14 @@ UNSUPPORTED: dict[str, str] = {
     "copilot": "it drives GitHub Copilot; use an API backend instead",
     "gemini_cli": "it drives the Gemini CLI; use type: gemini",
     "ag2": "AG2 agents are not supported; use an API backend",
-    "response": "the OpenAI Responses API is not implemented; type: openai uses Chat Completions",
+    "antigravity_cli": "it drives Google's Antigravity CLI (agy); use type: gemini with a "
+                       "GEMINI_API_KEY",
+}
+
+# Types whose preset needs backend.base_url (no fixed endpoint).
+NEEDS_BASE_URL: dict[str, str] = {
+    "chatcompletion": "the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1",
+    "poe": "POE's OpenAI-compatible endpoint for your account, e.g. https://api.poe.com/v1",
 }
 
 

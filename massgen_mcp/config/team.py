@@ -13,13 +13,13 @@ A team file has MassGen's shape::
       orchestrator_timeout_seconds: 600
 
 Everything is validated before any model is called; errors name the file, the field path
-and what was expected.
+and what was expected. Keys MassGen has that we do not honour are kept as pydantic extras;
+`massgen_keys.py` turns them into one warning per file and near-misses into errors.
 """
 
 from __future__ import annotations
 
 import difflib
-import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Literal, Self
@@ -43,9 +43,15 @@ from massgen_mcp.config.providers import (
 )
 from massgen_mcp.errors import ConfigError, format_validation_error
 
-log = logging.getLogger(__name__)
-
 Level = Literal["lenient", "balanced", "strict"]
+# MassGen's other voting_sensitivity values, run as the nearest level we implement.
+VOTING_SENSITIVITY: dict[str, Level] = {
+    "lenient": "lenient", "balanced": "balanced", "strict": "strict",
+    "roi": "balanced", "roi_balanced": "balanced", "roi_conservative": "strict",
+    "roi_aggressive": "lenient", "sequential": "balanced", "adversarial": "strict",
+    "consistency": "balanced", "diversity": "balanced", "reflective": "balanced",
+    "checklist": "balanced", "checklist_scored": "balanced", "checklist_gated": "strict",
+}
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -53,25 +59,15 @@ _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
 class _Lenient(BaseModel):
-    """Accepts MassGen keys we do not implement (logged and ignored), but turns a near-miss
-    of a key we *do* implement into an error, so `temperture: 0.2` is not silently lost."""
+    """Accepts MassGen keys we do not implement (kept in `model_extra`, warned about by
+    `massgen_keys.py`, which also turns a near-miss of a key we *do* implement into an
+    error, so `temperture: 0.2` is not silently lost)."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
-    @model_validator(mode="before")
     @classmethod
-    def _check_extras(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
-        for key in data:
-            if key in known:
-                continue
-            close = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.8)
-            if close:
-                raise ValueError(f"unknown field '{key}'; did you mean '{close[0]}'?")
-            log.info("ignoring unsupported config field %r", key)
-        return data
+    def known_keys(cls) -> set[str]:
+        return set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
 
 
 class MCPServerConfig(_Lenient):
@@ -115,6 +111,15 @@ class BackendConfig(_Lenient):
     max_tokens: int | None = Field(default=None, gt=0)
     reasoning: dict[str, Any] | str | None = None  # {effort: low|medium|high} or "high"
     reasoning_effort: str | None = None
+    text: dict[str, Any] | None = None  # Responses API: {verbosity: low|medium|high}
+    # Sampling options OpenAI-compatible servers take as extra body fields (vLLM, SGLang).
+    top_k: int | None = Field(default=None, ge=-1)
+    chat_template_kwargs: dict[str, Any] | None = None
+    # The provider's own server-side tools (see backends/native_tools.py).
+    enable_web_search: bool = False
+    enable_code_interpreter: bool = False  # OpenAI
+    enable_code_execution: bool = False  # Anthropic, Gemini
+    cwd: str | None = None  # MassGen's agent workspace: only `${cwd}` uses it here
     request_timeout_seconds: float = Field(default=600, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
     mcp_servers: list[MCPServerConfig] | None = None  # a dict keyed by name is accepted too
@@ -168,6 +173,20 @@ class AgentConfig(_Lenient):
     id: str = Field(min_length=1, max_length=64)
     backend: BackendConfig
     system_message: str | None = None
+    append_system_prompt: str | None = None  # MassGen: added after system_message
+
+
+class ContextPath(_Lenient):
+    """A directory (or file) the agents may read through the in-process file tools."""
+
+    path: str = Field(min_length=1)
+    permission: Literal["read", "write"] = "read"  # write is served read-only (warned)
+    protected_paths: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_path(cls, v: Any) -> Any:
+        return {"path": v} if isinstance(v, str) else v
 
 
 class OrchestratorConfig(_Lenient):
@@ -176,12 +195,33 @@ class OrchestratorConfig(_Lenient):
     voting_sensitivity: Level = "lenient"
     skip_final_presentation: bool = False
     orchestrator_timeout_seconds: float = Field(default=1800, gt=0)
-    fairness_lead_cap: int | None = Field(default=2, ge=1)
+    # MassGen's name is fairness_lead_cap_answers; the short name is accepted too.
+    fairness_lead_cap: int | None = Field(default=2, ge=1, alias="fairness_lead_cap_answers")
+    fairness_enabled: bool = True
+    context_paths: list[ContextPath] = Field(default_factory=list)
     max_total_tokens: int | None = Field(default=None, gt=0)
     max_attempts_per_turn: int = Field(default=3, ge=1, le=10)
     max_tool_calls_per_turn: int = Field(default=20, ge=0, le=200)
     tool_call_timeout_seconds: float = Field(default=60, gt=0)
     tool_server_startup_timeout_seconds: float = Field(default=30, gt=0)
+
+    @field_validator("voting_sensitivity", mode="before")
+    @classmethod
+    def _massgen_sensitivity(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        if v.strip().lower() in VOTING_SENSITIVITY:
+            return VOTING_SENSITIVITY[v.strip().lower()]
+        raise ValueError(
+            f"'{v}' is not a voting_sensitivity; MassGen's values are "
+            f"{', '.join(VOTING_SENSITIVITY)}; massgen-mcp implements lenient, balanced and "
+            "strict, and runs the others as the nearest of those")
+
+    @model_validator(mode="after")
+    def _fairness(self) -> Self:
+        if not self.fairness_enabled:
+            self.fairness_lead_cap = None
+        return self
 
 
 class TeamConfig(_Lenient):
@@ -225,6 +265,8 @@ class Team:
     agents: tuple[AgentSpec, ...]
     orchestrator: OrchestratorConfig
     source: str  # file path, "models:<list>" or "bundled:<name>"
+    # What the file asks for that this team will not do (one line per file, for users).
+    warnings: tuple[str, ...] = ()
     #: What the caller should know about how the team was put together (agents left out).
     notes: tuple[str, ...] = ()
 
@@ -238,4 +280,4 @@ class Team:
                 {**self.orchestrator.model_dump(exclude_unset=True), **changes})
         except ValidationError as e:
             raise ConfigError(format_validation_error(e, "options")) from None
-        return Team(self.name, self.agents, orch, self.source, self.notes)
+        return Team(self.name, self.agents, orch, self.source, self.warnings, self.notes)

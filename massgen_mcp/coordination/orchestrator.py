@@ -79,6 +79,10 @@ class _Agent:
     usage: Usage = field(default_factory=Usage)
     scope: anyio.CancelScope | None = None
     notes: list[str] = field(default_factory=list)
+    # Provider-native tools (web search, code execution): what they cited and cost.
+    turn_sources: list[dict[str, str]] = field(default_factory=list)
+    answer_sources: list[dict[str, str]] = field(default_factory=list)
+    native_calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def live(self) -> bool:
@@ -197,7 +201,7 @@ class Orchestrator:
             agents.append(AgentInfo(
                 agent_id=a.spec.id, anonymous_id=a.anon, provider=a.spec.provider.name,
                 model=a.backend.model, status=self._agent_state(a), answers=len(a.answers),
-                usage=_usage_info(a.usage), error=a.error,
+                usage=_usage_info(a.usage, a.native_calls), error=a.error,
                 notes=[*a.notes, *(a.toolbox.notes if a.toolbox else [])]))
         totals.total_tokens = totals.input_tokens + totals.output_tokens
         error = None
@@ -218,7 +222,8 @@ class Orchestrator:
             winner=winner, tally={c: tally[c] for c in candidates},
             votes=self._current_votes(),
             answers=[AnswerInfo(label=a.label or "", agent_id=a.spec.id, model=a.backend.model,
-                                text=a.answers[-1].text, data=a.answers[-1].data)
+                                text=a.answers[-1].text, data=a.answers[-1].data,
+                                sources=a.answer_sources)
                      for a in self.agents if a.answers],
             agents=agents, totals=totals,
             elapsed_seconds=round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
@@ -234,6 +239,7 @@ class Orchestrator:
                 await self._changed.wait()
                 continue
             a.restart_pending = False
+            a.turn_sources = []
             with anyio.CancelScope() as scope:
                 a.scope = scope
                 try:
@@ -258,6 +264,7 @@ class Orchestrator:
 
     def _on_answer(self, a: _Agent, answer: ParsedAnswer) -> None:
         a.answers.append(answer)
+        a.answer_sources, a.turn_sources = a.turn_sources, []
         a.restart_pending = False
         restarted = []
         for b in self.agents:
@@ -359,6 +366,7 @@ class Orchestrator:
             mcp_tools = a.toolbox.tools if a.toolbox and tool_calls_left > 0 else []
             turn = await a.backend.turn(messages, [*workflow_tools, *mcp_tools])
             self._add_usage(a, turn.usage)
+            _add_native(a, turn.provider_data)
             calls = list(turn.tool_calls)
             if not calls:
                 if reminded:
@@ -519,6 +527,19 @@ class Orchestrator:
             log.exception("event sink failed for %s", kind)
 
 
-def _usage_info(u: Usage) -> UsageInfo:
+def _usage_info(u: Usage, native_calls: dict[str, int] | None = None) -> UsageInfo:
     return UsageInfo(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                     total_tokens=u.total_tokens, provider_calls=u.calls)
+                     total_tokens=u.total_tokens, provider_calls=u.calls,
+                     native_tool_calls=dict(native_calls or {}))
+
+
+def _add_native(a: _Agent, provider_data: Any) -> None:
+    """Sources and billed calls of the provider's own tools (backends/native_tools.py)."""
+    native = provider_data.get("native") if isinstance(provider_data, dict) else None
+    if not isinstance(native, dict):
+        return
+    for source in native.get("sources") or []:
+        if source not in a.turn_sources:
+            a.turn_sources.append(source)
+    for tool, n in (native.get("calls") or {}).items():
+        a.native_calls[tool] = a.native_calls.get(tool, 0) + int(n)

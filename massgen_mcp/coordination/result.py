@@ -18,6 +18,9 @@ class UsageInfo(BaseModel):
     output_tokens: int = 0
     total_tokens: int = 0
     provider_calls: int = 0
+    native_tool_calls: dict[str, int] = Field(
+        default_factory=dict, description="Provider-side tool calls (web_search, "
+        "code_interpreter, ...), billed per call by the provider.")
 
 
 class AnswerInfo(BaseModel):
@@ -29,6 +32,9 @@ class AnswerInfo(BaseModel):
     text: str
     data: dict[str, Any] | None = Field(
         default=None, description="The structured answer (plan and checkpoint modes), if any.")
+    sources: list[dict[str, str]] = Field(
+        default_factory=list, description="Web sources ({url, title}) the provider's own "
+        "search cited while the agent wrote this answer.")
 
 
 class VoteInfo(BaseModel):
@@ -90,6 +96,9 @@ class RunResult(BaseModel):
     started_at: str = ""
     team: str = ""
     error: str | None = Field(default=None, description="Why the run failed or stopped early.")
+    notes: list[str] = Field(
+        default_factory=list, description="Warnings about the team: keys of its file that "
+        "were accepted but not honoured, and what the team loses.")
     log_dir: str = ""
 
     def summary_text(self) -> str:

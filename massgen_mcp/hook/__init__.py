@@ -2,13 +2,18 @@
 
     main.py         `massgen-mcp hook pre-tool-use`: read the call, decide, print the verdict
     active.py       the signed active checkpoint plan of a workspace (written by the
-                    checkpoint mode, read here)
+                    checkpoint mode next to the key, read here; repository state only narrows)
     policy.py       the built-in safety policy (eight groups), `Finding`, criteria merging
     patterns.py     dangerous patterns of one tool call, each tied to a policy group:
-      bash_rules.py   Bash commands (rm, SQL, secrets, network, pipes to a shell, ...)
+      bash_rules.py   Bash commands (SQL, secrets, network, pipes into interpreters, ...)
+      file_rules.py   rm, mv, rsync --delete, shred, truncate, copying secrets
+      interp_rules.py inline code of python -c, perl -e, node -e, ruby -e, awk, ...
       git_rules.py    git (force-push to shared branches, reset --hard, clean, ...)
+      git_alias.py    what git runs through aliases and command-valued settings
       cli_rules.py    infrastructure, cloud, containers, GitHub, packages
-      shell.py        shell analysis;  scope.py  where a path points
+      lexer.py        shell lexing: quotes, substitutions, heredocs
+      shell.py        shell analysis: keywords, pipelines, wrappers, `-c` strings, computed
+                      program names;  scope.py  where a path points
     matching.py     does a call match an approved action (placeholders, MCP names)
 
 This package imports nothing on purpose: the hook runs before every matched tool call and

@@ -1,25 +1,28 @@
 """The active checkpoint plan of a workspace: written by the server, read by the hook.
 
-Layout, under a state directory (see `massgen_mcp.paths`)::
+Two places, two roles::
 
-    checkpoints/index.json                 {"version": 1, "workspaces": {"/abs/ws": {
+    <key dir>/active/<session_id>.json     the signed active plan: the only copy the hook
+                                           trusts (the key dir is outside every repository)
+    <state>/checkpoints/index.json         {"version": 1, "workspaces": {"/abs/ws": {
                                              "session_id": "...", "active": true|false}}}
-    checkpoints/<session_id>/active_plan.json   the latest approved plan + its approved actions
+    <state>/checkpoints/<session_id>/active_plan.json   a copy for people and tools
 
-The hook finds a workspace from its `cwd`: it tries `$MASSGEN_MCP_HOME`, then `.massgen/`
-in the cwd and each parent, reads `checkpoints/index.json` there (one small file), and
-takes the deepest registered workspace that contains the cwd. Only when that workspace has
-an active plan does it read a second file. Every write is atomic (temp file + rename), so
-the hook never sees half a file.
+Trust comes only from this user's key, `$MASSGEN_MCP_KEY_FILE` (default
+`$XDG_CONFIG_HOME/massgen-mcp/plan.key`, created 0600 with the first plan), and from the
+directory it lives in. The hook finds the plan from the `cwd` alone: the session id of a
+workspace is derived from its path, so it looks for `<key dir>/active/<id>.json` for the cwd
+and each parent, and takes the deepest. It reads nothing else to decide what is approved,
+so a `.massgen/` planted in the repository or any parent can neither register a wider
+workspace nor switch the guard off. A plan is honoured only when (1) its HMAC-SHA256
+signature is valid, (2) it names that workspace and session, and (3) the index of the
+state directory that wrote it is readable and still marks it active: repository state can
+narrow (suspend approvals) but never widen.
 
-Trust: `.massgen/` usually sits inside the repository, where anyone who can commit, or an
-agent with a shell, can write. So (1) an index found in `<dir>/.massgen/` may only register
-workspaces at or under `<dir>` (it cannot declare `/` the workspace), and (2) an active plan
-is honoured only with a valid HMAC-SHA256 signature made with this user's key, which lives
-outside every repository (`$MASSGEN_MCP_KEY_FILE`, default
-`$XDG_CONFIG_HOME/massgen-mcp/plan.key`, created 0600 on the first plan). A plan without a
-valid signature is ignored (the hook falls back to the built-in patterns) and reported:
-a committed or forged `.massgen/` cannot pre-approve `rm -rf ~`.
+Approvals are bound to one checkpoint: activating a newer plan replaces the one file the
+hook reads, so a superseded plan copied back into `.massgen/` approves nothing, and writing
+into the key directory is itself a gated call (`scope.py`). A broken index suspends the
+plan's approvals and nothing else. Every write is atomic (temp file + rename).
 
 Standard library only, and no pathlib: the hook imports this before every tool call.
 """
@@ -29,20 +32,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
     from typing import Any
 
-# Mirrors massgen_mcp.paths (STATE_DIR_ENV, the `.massgen` default, checkpoints_dir), which
-# imports pathlib; the hook's start-up budget is why the three names are repeated here.
-STATE_DIR_ENV = "MASSGEN_MCP_HOME"
-DEFAULT_STATE_NAME = ".massgen"
-CHECKPOINTS = "checkpoints"
 INDEX_NAME = "index.json"
 ACTIVE_NAME = "active_plan.json"
 FORMAT_VERSION = 1
 KEY_FILE_ENV = "MASSGEN_MCP_KEY_FILE"
+LEDGER_NAME = "active"
 
 
 def write_json_atomic(path: str, data: Any) -> None:
@@ -150,29 +150,37 @@ def _signature(key: bytes, record: dict[str, Any]) -> str:
 
 def set_active_plan(checkpoints_root: str, workspace: str, session_id: str,
                     record: dict[str, Any]) -> str:
-    """Make `record` the workspace's active plan, signed; returns the file written."""
-    path = active_path(checkpoints_root, session_id)
+    """Make `record` the workspace's active plan, signed; returns the file the hook reads.
+
+    It replaces the workspace's previous plan, whose approvals end here.
+    """
     full = {"version": FORMAT_VERSION, "workspace": workspace, "session_id": session_id,
-            **record}
+            "checkpoints_root": os.path.realpath(checkpoints_root), **record}
     full["signature"] = _signature(_ensure_key(), full)
-    write_json_atomic(path, full)
+    ledger = ledger_path(session_id)
+    write_json_atomic(ledger, full)
+    write_json_atomic(active_path(checkpoints_root, session_id), full)
     register_workspace(checkpoints_root, workspace, session_id, active=True)
-    return path
+    return ledger
 
 
 def clear_active_plan(checkpoints_root: str, workspace: str) -> bool:
     """Deactivate a workspace's plan (the hook then only applies the built-in patterns).
 
-    Returns True if a plan was active. The plan file itself stays in the audit trail.
+    Returns True if a plan was active. The checkpoint records stay in the audit trail.
     """
+    session_id = session_id_for(workspace)
+    was_active = os.path.exists(ledger_path(session_id))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(ledger_path(session_id))
     index = _load_index(checkpoints_root)
     entry = index["workspaces"].get(workspace)
-    if not entry or not entry.get("active"):
-        return False
-    register_workspace(checkpoints_root, workspace, entry["session_id"], active=False)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(active_path(checkpoints_root, entry["session_id"]))
-    return True
+    if entry and entry.get("active"):
+        was_active = True
+        register_workspace(checkpoints_root, workspace, entry["session_id"], active=False)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(active_path(checkpoints_root, entry["session_id"]))
+    return was_active
 
 
 def approved_calls(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -207,74 +215,85 @@ def approved_calls(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return calls
 
 
-def candidate_state_dirs(cwd: str) -> list[tuple[str, str | None]]:
-    """Where the hook looks for state, each with the directory it may speak for.
+def session_id_for(workspace: str) -> str:
+    """Stable id of a workspace: `<dir name>-<12 hex of its resolved path>`."""
+    import hashlib
 
-    `$MASSGEN_MCP_HOME` (the user chose it: any workspace), then `.massgen/` in the cwd and
-    each parent (only workspaces at or under the directory holding that `.massgen/`).
-    """
-    dirs: list[tuple[str, str | None]] = []
-    env = os.environ.get(STATE_DIR_ENV)
-    if env:
-        dirs.append((os.path.realpath(os.path.expanduser(env)), None))
-    path = cwd
-    while True:
-        dirs.append((os.path.join(path, DEFAULT_STATE_NAME), path))
-        parent = os.path.dirname(path)
-        if parent == path:
-            return dirs
-        path = parent
+    path = os.path.realpath(os.path.expanduser(workspace))
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", os.path.basename(path)).strip("-.")[:40] or "root"
+    return f"{name}-{hashlib.sha256(path.encode()).hexdigest()[:12]}"
 
 
-def find_workspace(cwd: str) -> tuple[str, str, dict[str, Any]] | None:
-    """(workspace, checkpoints_root, index entry) of the deepest workspace holding `cwd`.
+def ledger_dir() -> str:
+    """Where the signed active plans live: next to the key, outside every repository."""
+    return os.path.join(os.path.dirname(key_path()), LEDGER_NAME)
 
-    Raises StateFileError if an index file is malformed (the hook's on-error policy decides).
-    """
-    cwd = os.path.realpath(cwd)
-    for state, owner in candidate_state_dirs(cwd):
-        root = os.path.join(state, CHECKPOINTS)
+
+def ledger_path(session_id: str) -> str:
+    return os.path.join(ledger_dir(), f"{session_id}.json")
+
+
+def _ancestors(path: str) -> list[str]:
+    out = [path]
+    while (parent := os.path.dirname(out[-1])) != out[-1]:
+        out.append(parent)
+    return out
+
+
+def _index_problem(record: dict[str, Any], workspace: str) -> str | None:
+    """Why the state directory that wrote the plan no longer vouches for it, or None."""
+    root = record.get("checkpoints_root")
+    if not isinstance(root, str):
+        return "it does not say which state directory wrote it"
+    try:
         index = read_json(index_path(root))
-        if index is None:
-            continue
-        workspaces = index.get("workspaces") if isinstance(index, dict) else None
-        if not isinstance(workspaces, dict):
-            raise StateFileError(f"{index_path(root)} is not a massgen-mcp checkpoint index")
-        matches = [ws for ws in workspaces if is_under(cwd, ws)
-                   and (owner is None or is_under(ws, owner))]
-        if matches:
-            workspace = max(matches, key=len)
-            return workspace, root, workspaces[workspace]
+    except (StateFileError, OSError) as e:
+        return f"its checkpoint index is unreadable ({e})"
+    workspaces = index.get("workspaces") if isinstance(index, dict) else None
+    if index is not None and not isinstance(workspaces, dict):
+        return f"{index_path(root)} is not a massgen-mcp checkpoint index"
+    entry = (workspaces or {}).get(workspace)
+    if not isinstance(entry, dict) or not entry.get("active") or (
+            entry.get("session_id") != record.get("session_id")):
+        return f"{index_path(root)} does not mark it active"
     return None
 
 
 def load_active_plan(cwd: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
     """(workspace, active plan, problem) for the hook.
 
-    (None, None, None) when no workspace is registered; the plan is None when there is no
-    active plan, or when it is not signed with this user's key (then `problem` says so).
+    (None, None, None) when no plan is active for the cwd or a parent. The plan is None,
+    with `problem` saying why, when it is not signed with this user's key, names another
+    workspace, or its state directory no longer vouches for it. Never raises for bad
+    state: a broken file suspends approvals, it does not block ordinary calls.
     """
-    found = find_workspace(cwd)
-    if found is None:
-        return None, None, None
-    workspace, root, entry = found
-    if not entry.get("active"):
-        return workspace, None, None
-    path = active_path(root, str(entry.get("session_id")))
-    record = read_json(path)
-    if record is None:
-        return workspace, None, None
+    for workspace in _ancestors(os.path.realpath(cwd)):
+        session_id = session_id_for(workspace)
+        path = ledger_path(session_id)
+        try:
+            record = read_json(path)
+        except (StateFileError, OSError) as e:
+            return workspace, None, f"ignored the checkpoint plan: {e}"
+        if record is None:
+            continue
+        problem = _verify(record, workspace, session_id)
+        if problem:
+            return workspace, None, f"ignored the checkpoint plan {path}: {problem}"
+        return workspace, record, None
+    return None, None, None
+
+
+def _verify(record: Any, workspace: str, session_id: str) -> str | None:
     if not isinstance(record, dict):
-        raise StateFileError(f"{path} is not an active plan")
+        return "it is not an active plan"
     key = _read_key()
     import hmac
 
     signature = record.get("signature")
     if (key is None or not isinstance(signature, str)
             or not hmac.compare_digest(signature, _signature(key, record))):
-        return workspace, None, (f"ignored the checkpoint plan {path}: it is not signed with "
-                                 f"this user's key ({key_path()}), so this user's massgen-mcp "
-                                 "did not write it")
-    if record.get("workspace") != workspace:
-        return workspace, None, f"ignored the checkpoint plan {path}: it is for another workspace"
-    return workspace, record, None
+        return (f"it is not signed with this user's key ({key_path()}), so this user's "
+                "massgen-mcp did not write it")
+    if record.get("workspace") != workspace or record.get("session_id") != session_id:
+        return "it is for another workspace"
+    return _index_problem(record, workspace)

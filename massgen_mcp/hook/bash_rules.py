@@ -21,10 +21,12 @@ import os
 import re
 
 from massgen_mcp.hook.cli_rules import cli_findings
+from massgen_mcp.hook.file_rules import file_findings, secret_sources
 from massgen_mcp.hook.git_rules import git_findings
+from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
-from massgen_mcp.hook.shell import SimpleCommand, simple_commands, wordset
+from massgen_mcp.hook.shell import SHELLS, SimpleCommand, analyse, shell_script, wordset
 
 _DB_CLIENTS = wordset(
     "psql mysql mariadb sqlite3 sqlite sqlcmd clickhouse clickhouse-client cockroach duckdb "
@@ -56,12 +58,6 @@ _SQL_DROP = re.compile(
 _QUOTES = " ;'\"\n"
 _WHERE = re.compile(r"\bWHERE\b", re.I)
 
-_PIPE_TO_INTERPRETER = re.compile(
-    r"\b(curl|wget|fetch|iwr|invoke-webrequest|irm|invoke-restmethod)\b[^|;&\n]*\|\s*"
-    r"(sudo\s+(-\S+\s+)*)?(env\s+)?(?P<interp>(ba|z|k|da|fi)?sh|python[0-9.]*|perl|ruby|node"
-    r"|php|iex|invoke-expression|pwsh|powershell)\b(?P<rest>[^;&|\n]*)",
-    re.I,
-)
 _REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
     ("supply_chain", "run-download",
      re.compile(r"\b((ba|z|k|da)?sh|source|\.)\s+<\(\s*(curl|wget)\b|\b(eval|(ba|z|k|da)?sh"
@@ -105,28 +101,15 @@ def sql_finding(text: str) -> Finding | None:
     return None
 
 
-def _pipes_download_into_interpreter(command: str) -> bool:
-    for m in _PIPE_TO_INTERPRETER.finditer(command):
-        interp, rest = m.group("interp").lower(), m.group("rest").split()
-        if interp.endswith("sh") and interp not in ("pwsh",):
-            if "-c" not in rest:
-                return True
-        # An interpreter reads its program from stdin with no script, -c or -m (or with -).
-        elif "-" in rest or not any(t in ("-c", "-m") or not t.startswith("-") for t in rest):
-            return True
-    return False
-
-
-def check_bash(command: str, scope: Scope) -> list[Finding]:
+def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
     """Every dangerous pattern in one Bash command line."""
     findings: list[Finding] = []
-    if _pipes_download_into_interpreter(command):
-        findings.append(Finding("supply_chain", "pipe-to-shell",
-                                "pipes a download straight into an interpreter"))
     for group, rule, pattern, detail in _REGEX_RULES:
         if pattern.search(command):
             findings.append(Finding(group, rule, detail))
-    commands = simple_commands(command)
+    analysis = analyse(command)
+    findings.extend(analysis.findings)
+    commands = analysis.commands
     programs = {c.program for c in commands}
     words = programs.union(*(c.args for c in commands)) if commands else set()
     if words & _DB_CLIENTS:
@@ -134,15 +117,53 @@ def check_bash(command: str, scope: Scope) -> list[Finding]:
         if finding:
             findings.append(finding)
     network = bool(programs & _NETWORK)
+    findings.extend(_pipeline_findings(analysis.pipelines))
+
+    def nested(line: str, inner: Scope) -> list[Finding]:
+        return check_bash(line, inner, _depth + 1) if _depth < 3 else []
+
     for cmd in commands:
-        if cmd.program == "cd":
+        if cmd.program in ("cd", "pushd"):
             target = (cmd.positionals() or ["~"])[0]
             path = scope.resolve(target)
             if path and os.path.isdir(path):
                 scope = scope.with_cwd(path)
             continue
         findings.extend(_command_findings(cmd, scope, network))
+        if interpreter(cmd.program):
+            findings.extend(code_findings(cmd, scope, nested))
     return _dedup(findings)
+
+
+def _pipeline_findings(pipelines: list[list[SimpleCommand]]) -> list[Finding]:
+    """Code piped into an interpreter; secrets piped to the network."""
+    out: list[Finding] = []
+    for pipeline in pipelines:
+        download = False
+        secrets: list[str] = []
+        for cmd in pipeline:
+            if cmd.pipe_stage and (_shell_reads_stdin(cmd) or reads_code_from_stdin(cmd)):
+                detail = ("pipes a download straight into an interpreter" if download else
+                          f"pipes code into {cmd.program}; the hook cannot see what it runs")
+                out.append(Finding("supply_chain", "pipe-to-shell", detail))
+            if cmd.program in _NETWORK:
+                download = True
+                if secrets:
+                    out.append(Finding("exfiltration", "secret-upload",
+                                       f"sends {secrets[0]} over the network with "
+                                       f"{cmd.program}"))
+            secrets.extend(p for p, _ in secret_sources(cmd))
+            if cmd.program in _PRINTERS:
+                secrets.extend(p for p in cmd.positionals() if secret_kind(p))
+    return out
+
+
+def _shell_reads_stdin(cmd: SimpleCommand) -> bool:
+    if cmd.program not in SHELLS:
+        return False
+    if shell_script(cmd) is not None:
+        return False
+    return cmd.has_short_flag("s") or not cmd.positionals()
 
 
 def _dedup(findings: list[Finding]) -> list[Finding]:
@@ -156,21 +177,22 @@ def _dedup(findings: list[Finding]) -> list[Finding]:
 
 
 def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[Finding]:
-    out: list[Finding] = []
+    out: list[Finding | None] = []
     for op, target in cmd.redirects:
         if ">" in op:
             out.append(scope.write_finding(target, verb="redirects output to"))
         elif network and op == "<" and secret_kind(target):
             out.append(Finding("exfiltration", "secret-upload",
                                f"sends {target}, {secret_kind(target)}, over the network"))
+        elif op == "<" and cmd.program in _PRINTERS and secret_kind(target):
+            out.append(Finding("secrets", "print-secret",
+                               f"prints {target}, {secret_kind(target)}, into the transcript"))
     program, pos = cmd.program, cmd.positionals()
-    if program in ("tee",):
+    files = file_findings(cmd, scope)
+    if files is not None:
+        out.extend(files)
+    elif program in ("tee",):
         out.extend(scope.write_finding(p) for p in pos)
-    elif program in ("cp", "mv", "install") and len(pos) >= 2:
-        out.append(scope.write_finding(pos[-1], verb=f"{program} writes"))
-    elif program == "rm" and (cmd.has_short_flag("r") or cmd.has_short_flag("R")
-                              or cmd.has_long("--recursive")):
-        out.extend(scope.delete_finding(p) for p in pos)
     elif program == "find" and ("-delete" in cmd.args or _find_runs_rm(cmd)):
         start = _first_expr(cmd.args)
         filtered = any(a in _FIND_FILTERS for a in cmd.args[start:])
@@ -197,7 +219,7 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     else:
         out.extend(cli_findings(cmd, scope))
     if program in _NETWORK:
-        out.extend(_network(cmd))
+        out.extend(_network(cmd, scope))
     return [f for f in out if f is not None]
 
 
@@ -215,7 +237,7 @@ def _find_runs_rm(cmd: SimpleCommand) -> bool:
     return False
 
 
-def _network(cmd: SimpleCommand) -> list[Finding]:
+def _network(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     out: list[Finding] = []
     for i, arg in enumerate(cmd.args):
         if (i and cmd.args[i - 1] in _USES_CREDENTIAL) or arg.split("=", 1)[0] in _USES_CREDENTIAL:
@@ -225,6 +247,11 @@ def _network(cmd: SimpleCommand) -> list[Finding]:
         if kind and not candidate.startswith(("http://", "https://")):
             out.append(Finding("exfiltration", "secret-upload",
                                f"sends {candidate}, {kind}, over the network with {cmd.program}"))
+    for i, arg in enumerate(cmd.args):  # `curl -o ~/.bashrc URL`: a download is a write
+        if arg in ("-o", "--output", "-O", "--output-document") and i + 1 < len(cmd.args) and (
+                cmd.program in ("curl", "wget") and not (cmd.program == "curl" and arg == "-O")):
+            out.extend(f for f in [scope.write_finding(cmd.args[i + 1],
+                                                       verb=f"{cmd.program} writes")] if f)
     pos = cmd.positionals()
     if cmd.program in ("scp", "rsync") and len(pos) >= 2 and _REMOTE_PATH.match(pos[-1]):
         out.append(Finding("prod_infra", "remote-copy",

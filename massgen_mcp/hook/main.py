@@ -43,7 +43,7 @@ from massgen_mcp.hook.active import StateFileError, load_active_plan
 from massgen_mcp.hook.matching import PLACEHOLDER, call_matches, same_tool, value_matches
 from massgen_mcp.hook.patterns import WRITE_TOOLS, check_call
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import Scope
+from massgen_mcp.hook.scope import Scope, is_under
 from massgen_mcp.hook.shell import command_head, simple_commands
 
 TYPE_CHECKING = False
@@ -105,6 +105,18 @@ def _related(entry: dict[str, Any], tool: str, tool_input: dict[str, Any], base:
     return True
 
 
+def _workspace(cwd: str, planned: str | None) -> str:
+    """The workspace the path rules use: Claude Code's project dir (else the cwd).
+
+    A plan's workspace may only narrow it (a directory inside), never widen it: state a
+    repository can write must not turn `rm -rf <project>` into ordinary work.
+    """
+    base = os.path.realpath(os.environ.get("CLAUDE_PROJECT_DIR") or cwd)
+    if planned and is_under(planned, base):
+        return planned
+    return base
+
+
 def _describe_call(entry: dict[str, Any]) -> str:
     args = entry.get("args") or {}
     if entry["tool"] == "Bash" and isinstance(args.get("command"), str):
@@ -127,14 +139,14 @@ def decide(tool: str, tool_input: dict[str, Any], cwd: str, mode: str) -> tuple[
     workspace, plan, problem = load_active_plan(cwd)
     if problem:
         print(f"massgen-mcp hook: {problem}", file=sys.stderr)
-    workspace = workspace or os.environ.get("CLAUDE_PROJECT_DIR") or cwd
-    scope = Scope.create(cwd, workspace)
+    scope = Scope.create(cwd, _workspace(cwd, workspace))
     findings = check_call(tool, tool_input, scope)
     approved = [e for e in (plan or {}).get("approved", []) if isinstance(e, dict)]
     if plan and approved:
-        related = [e for e in approved if _related(e, tool, tool_input, scope.workspace)]
+        base = str(plan.get("workspace") or scope.workspace)  # approved paths are relative to it
+        related = [e for e in approved if _related(e, tool, tool_input, base)]
         if findings or related:
-            return _plan_decision(plan, approved, related, findings, tool, tool_input, scope)
+            return _plan_decision(plan, approved, related, findings, tool, tool_input, base)
     if not findings:
         return None
     if mode == "ask":
@@ -151,16 +163,16 @@ def decide(tool: str, tool_input: dict[str, Any], cwd: str, mode: str) -> tuple[
 
 def _plan_decision(plan: dict[str, Any], approved: list[dict[str, Any]],
                    related: list[dict[str, Any]], findings: list[Finding], tool: str,
-                   tool_input: dict[str, Any], scope: Scope) -> tuple[str, str]:
+                   tool_input: dict[str, Any], base: str) -> tuple[str, str]:
     checkpoint = plan.get("checkpoint_id", "?")
     for entry in approved:
-        if call_matches(entry["tool"], entry.get("args"), tool, tool_input,
-                        base=scope.workspace):
+        if call_matches(entry["tool"], entry.get("args"), tool, tool_input, base=base):
             return "allow", (f"{_PREFIX}: approved by checkpoint {checkpoint}, "
                              f"{_step_label(entry)}: {entry.get('description', '')}")
     target = (related or [e for e in approved if same_tool(e["tool"], tool)]
               or [e for e in approved if e["role"] == "action"] or approved)[0]
-    step = next((s for s in plan.get("steps", []) if s.get("step") == target["step"]), {})
+    step: dict[str, Any] = next(
+        (s for s in plan.get("steps", []) if s.get("step") == target["step"]), {})
     after = ", ".join(p.split(":", 1)[-1].split(".", 1)[0] for p in step.get("preconditions", []))
     why = f" Safety policy: {_findings_text(findings)}." if findings else ""
     return "deny", (

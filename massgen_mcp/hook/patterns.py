@@ -10,8 +10,9 @@ grant, pay, ...). No findings means the call is ordinary work.
 Choices (false positives we avoid on purpose):
 - Only file-writing tools are path-checked; reading is not a tool this hook gates
   (Bash reads of secret files are: they print the secret into the transcript).
-- massgen's own tools (`mcp__massgen*__...`) are never gated: the way out of a denial is
-  calling `checkpoint`.
+- massgen's own tools are never gated: the way out of a denial is calling `checkpoint`.
+  "Ours" means the server name `setup` registers (`massgen`, exactly) and one of our tool
+  names; `mcp__massgen-tools__delete_db` or `mcp__massgenx__...` are judged like any other.
 Standard library only.
 """
 
@@ -36,6 +37,11 @@ WRITE_TOOLS: dict[str, str] = {
     "NotebookEdit": "notebook_path",
 }
 
+OUR_SERVER = "massgen"
+OUR_TOOLS = wordset(
+    "run_consensus plan checkpoint_init checkpoint get_run list_runs cancel_run list_backends "
+    "get_plan list_plans"
+)
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _VERBS: dict[str, tuple[str, str]] = {}
 for _group, _verbs, _what in (
@@ -82,7 +88,7 @@ def check_call(tool_name: str, tool_input: dict[str, Any], scope: Scope) -> list
 
 
 def _check_mcp(server: str, tool: str, args: dict[str, Any], scope: Scope) -> list[Finding]:
-    if server.lower().startswith("massgen"):
+    if server == OUR_SERVER and tool in OUR_TOOLS:
         return []
     findings: list[Finding] = []
     words = name_words(tool)

@@ -20,10 +20,12 @@ Standard library only.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from collections import namedtuple
 
+from massgen_mcp.hook.active import key_path
 from massgen_mcp.hook.policy import Finding
 
 _TEMPLATE_ENV = re.compile(r"^\.env\.(example|sample|template|dist|defaults|schema)$", re.I)
@@ -39,7 +41,14 @@ _SECRET_SUFFIX = (("/.kube/config", "a cluster credentials file"),
                   ("/.docker/config.json", "a registry credentials file"),
                   ("/massgen-mcp/plan.key", "the key that signs checkpoint plans"))
 _GLOB = re.compile(r"[*?\[]")
+_HARMLESS_DEVICE = re.compile(r"^/(dev/(null|zero|stdout|stderr|stdin|tty|fd/\d+)"
+                              r"|proc/self/fd/[012])$")
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def _total(pattern: str) -> bool:
+    """A glob that matches every name (`*`, `**`, `?*`): it empties the directory."""
+    return not pattern.replace("*", "").replace("?", "") or pattern in (".*", ".??*")
 
 
 def is_under(path: str, root: str) -> bool:
@@ -55,10 +64,12 @@ def secret_kind(path: str) -> str | None:
     for pattern, kind in _SECRET_NAMES:
         if pattern.search(name):
             return kind
-    parts = path.replace("\\", "/").split("/")
+    parts = path.replace("\\", "/").rstrip("/").split("/")
     for secret_dir in _SECRET_DIRS:
         if secret_dir in parts[:-1]:
             return f"a file in {secret_dir}/"
+        if parts[-1] == secret_dir:
+            return f"the {secret_dir}/ directory"
     for suffix, kind in _SECRET_SUFFIX:
         if path.endswith(suffix):
             return kind
@@ -67,6 +78,9 @@ def secret_kind(path: str) -> str | None:
 
 def guardrail_finding(path: str) -> Finding | None:
     """Writes that switch safety off or rewrite history behind git's back."""
+    if is_under(path, _key_dir()):
+        return Finding("access_control", "guardrail-file",
+                       f"writes {path}, where the key and active checkpoint plans are kept")
     parts = path.split("/")
     name = parts[-1]
     if len(parts) >= 2 and parts[-2] == ".claude" and name.startswith("settings"):
@@ -79,6 +93,10 @@ def guardrail_finding(path: str) -> Finding | None:
         return Finding("source_control", "git-internals",
                        f"writes {path} inside .git/ (git internals, hooks or config)")
     return None
+
+
+def _key_dir() -> str:
+    return os.path.realpath(os.path.dirname(key_path()))
 
 
 class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
@@ -130,20 +148,33 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
         return path is not None and not is_under(path, self.workspace)
 
     def in_temp(self, path: str) -> bool:
+        """Scratch space: under a temp root, but not the root itself, nor under home.
+
+        HOME may itself lie under a temp dir (CI, sandboxes): home stays home there.
+        """
+        if is_under(path, self.home) or is_under(self.home, path):
+            return False
         return any(is_under(path, root) and path != root for root in self.temp_roots)
 
     def delete_finding(self, word: str) -> Finding | None:
         """Why deleting `word` recursively is dangerous, or None when it is ordinary work."""
         target = word.rstrip("/") or "/"
         contents = False
+        pattern = ""
         if _GLOB.search(target):
-            # `dir/*` deletes the contents of dir: judge dir, as the contents of it.
+            # `dir/*` deletes the contents of dir: judge dir, as the contents of it. A
+            # narrower pattern (`*.pyc`, `build-*`) deletes only what it matches in dir.
             head = _GLOB.split(target, 1)[0]
-            target = head.rsplit("/", 1)[0] if "/" in head else "."
-            target = target or "/"
+            dirname = head.rsplit("/", 1)[0] if "/" in head else "."
+            pattern = target[len(dirname) + 1:] if "/" in head else target
+            target = dirname or "/"
             contents = True
         path = self.resolve(target)
         what = f"'{word}'"
+        last = pattern.rsplit("/", 1)[-1]
+        if contents and path is not None and not _total(last):
+            # `*.pyc`, `*/__pycache__`: only what the last part names, in or below path
+            return self._pattern_finding(path, last, what)
         if path is None:
             return Finding("destruction", "rm-unknown-target",
                            f"recursive delete of {what}, a path the hook cannot resolve (an "
@@ -169,9 +200,29 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
         return Finding("destruction", "rm-outside-workspace",
                        f"recursive delete of {what}, outside the workspace {self.workspace}")
 
+    def _pattern_finding(self, path: str, pattern: str, what: str) -> Finding | None:
+        """Deleting the entries of `path` that match `pattern` (not every entry)."""
+        if is_under(path, self.workspace):
+            if path == self.workspace and fnmatch.fnmatchcase(".git", pattern):
+                return Finding("source_control", "rm-git-dir",
+                               f"recursive delete of {what}: it matches the .git directory")
+            return None
+        if self.in_temp(path) and self.in_temp(os.path.join(path, "x")):
+            return None
+        return self.delete_finding(path)
+
     def write_finding(self, word: str, *, verb: str = "writes") -> Finding | None:
-        """Why writing the file `word` is dangerous, or None when it is ordinary work."""
-        if word.startswith("/dev/") or word.startswith("&") or word.isdigit():
+        """Why writing the file `word` is dangerous, or None when it is ordinary work.
+
+        The path is normalised first: `/dev/../root/.ssh/x` is `/root/.ssh/x`. Only the
+        harmless devices (`/dev/null`, the standard streams, `/dev/fd/N`) are skipped.
+        """
+        if word.startswith("&") or word.isdigit():
+            return None  # `>&2`: a file descriptor, not a file
+        expanded = self.expand(word)
+        if expanded is None:
+            return None
+        if _HARMLESS_DEVICE.match(os.path.normpath(os.path.join(self.cwd, expanded))):
             return None
         path = self.resolve(word)
         if path is None:

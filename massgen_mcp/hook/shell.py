@@ -1,45 +1,73 @@
-"""Just enough shell lexing for the hook: simple commands, their words and redirections.
+"""Shell analysis for the hook: every simple command a line runs, as the shell would run it.
 
-This is not a shell parser. It splits a command line into simple commands at `;`, `&&`,
-`||`, `|`, `&`, newlines and parentheses, keeps quoted words whole, drops the wrappers that
-do not change what runs (`VAR=x`, `sudo`, `env`, `nohup`, `time`, `xargs`, ...), and looks
-inside `bash -c '...'` / `eval '...'`. Heredoc bodies are not understood. Anything it cannot
-lex falls back to whitespace splitting, so a stray quote never hides a command.
+Built on `lexer.py`. It goes through keywords (`if`/`for`/`while`/`case`/functions),
+subshells, lists and pipelines, and into what the line runs indirectly: command and process
+substitutions, `-c` strings of shells (`sh`/`bash`/`zsh -c`, `su -c`, `env -S`, `watch`),
+`eval`, heredocs and here-strings fed to a shell, `find -exec` commands, and git aliases
+defined with `-c alias.x=...` (see `git_alias`). Wrappers that run their arguments
+(`sudo`, `env`, `nohup`, `busybox`, `xargs`, ...) are stripped; a program name computed by
+the line is resolved when it can be (`x=rm; $x`, `$(which rm)`), and what cannot be
+resolved or lexed becomes a finding: the hook treats what it cannot analyse as gated.
 Standard library only.
 """
 
 from __future__ import annotations
 
+import os
 import re
-import shlex
 
-_PUNCT = frozenset(";&|()<>\n")
-_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<<", "<>", ">&", "<&"})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+from massgen_mcp.hook.lexer import UNKNOWN, Op, Redir, Word, lex
+from massgen_mcp.hook.policy import Finding
+
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=")
+_VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 # Wrappers that run their arguments as a command; value = options that take a value.
 _WRAPPERS: dict[str, frozenset[str]] = {
-    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}),
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-R"}),
     "doas": frozenset({"-u", "-C"}),
-    "env": frozenset({"-u", "-C", "-S"}),
+    "env": frozenset({"-u", "-C", "--unset", "--chdir"}),
     "nohup": frozenset(),
     "time": frozenset({"-f", "-o"}),
     "nice": frozenset({"-n"}),
     "ionice": frozenset({"-c", "-n"}),
     "timeout": frozenset({"-s", "-k"}),
-    "xargs": frozenset({"-I", "-n", "-P", "-d", "-L", "-s", "-E", "-a"}),
+    "xargs": frozenset({"-I", "-i", "-n", "-P", "-d", "-L", "-s", "-E", "-a", "--delimiter"}),
+    "parallel": frozenset({"-j", "-S", "--jobs"}),
     "command": frozenset(),
-    "exec": frozenset(),
+    "exec": frozenset({"-a"}),
     "builtin": frozenset(),
     "stdbuf": frozenset({"-i", "-o", "-e"}),
+    "busybox": frozenset(),
+    "toybox": frozenset(),
+    "chroot": frozenset({"--userspec", "--groups"}),
+    "unbuffer": frozenset(),
+    "setsid": frozenset(),
+    "caffeinate": frozenset({"-t", "-w"}),
+    "flock": frozenset({"-w", "-E"}),
+    "taskset": frozenset(),
+    "chrt": frozenset(),
+    "strace": frozenset({"-o", "-e", "-p", "-s"}),
+    "ltrace": frozenset({"-o", "-e"}),
 }
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
-_MAX_DEPTH = 3
+_TAKES_OPERAND = {"timeout": 1, "chroot": 1, "flock": 1, "taskset": 1, "chrt": 1}
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh",
+                    "rbash", "busybox-sh"})
+_RESERVED = frozenset({"if", "then", "elif", "else", "fi", "do", "done", "while", "until",
+                       "esac", "{", "}", "!", "time", "coproc", "in"})
+_WHICH = frozenset({"which", "command", "type", "whereis", "readlink", "realpath"})
+_MAX_DEPTH = 6
 
 
 class SimpleCommand:
-    """One simple command: its program (basename), arguments, and redirection targets."""
+    """One simple command: program (basename), arguments, redirections, how it gets input.
 
-    __slots__ = ("args", "program", "raw_program", "redirects")
+    `stdin_code` is the text a heredoc or here-string feeds it; `from_xargs` says its
+    arguments also come from stdin; `pipe_stage` is its index in a pipeline (0: first or
+    alone); `computed` says its program name is decided at run time.
+    """
+
+    __slots__ = ("args", "computed", "from_xargs", "pipe_stage", "program", "raw_program",
+                 "redir_words", "redirects", "stdin_code", "words")
 
     def __init__(self, program: str, args: list[str] | None = None,
                  redirects: list[tuple[str, str]] | None = None, raw_program: str = "") -> None:
@@ -47,6 +75,12 @@ class SimpleCommand:
         self.args = args or []
         self.redirects = redirects or []
         self.raw_program = raw_program or program
+        self.computed = False
+        self.from_xargs = False
+        self.pipe_stage = 0
+        self.stdin_code: str | None = None
+        self.words: list[Word] = []
+        self.redir_words: list[Redir] = []
 
     def __repr__(self) -> str:
         return f"SimpleCommand({self.program!r}, {self.args!r}, {self.redirects!r})"
@@ -73,102 +107,261 @@ class SimpleCommand:
         return any(a in names or a.split("=", 1)[0] in names for a in self.args)
 
 
-def tokenize(command: str) -> list[str]:
-    """Words and operators of a command line; quotes removed, operators as their own tokens."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        # Unbalanced quotes: be conservative and still see every word.
-        return re.findall(r"[;&|()<>\n]+|[^\s;&|()<>]+", command)
+class Analysis:
+    """Every simple command of a line, its pipelines, and what could not be analysed."""
+
+    __slots__ = ("commands", "findings", "pipelines")
+
+    def __init__(self) -> None:
+        self.commands: list[SimpleCommand] = []
+        self.pipelines: list[list[SimpleCommand]] = []
+        self.findings: list[Finding] = []
+
+    def gate(self, detail: str, rule: str = "unanalysable", group: str = "supply_chain") -> None:
+        self.findings.append(Finding(group, rule, detail))
 
 
-def _strip_wrappers(words: list[str]) -> list[str]:
+def analyse(command: str) -> Analysis:
+    """Parse `command` and everything it runs indirectly (see the module docstring)."""
+    out = Analysis()
+    _script(command, out, 0, {})
+    return out
+
+
+def simple_commands(command: str) -> list[SimpleCommand]:
+    """Every simple command in `command`, including those it runs indirectly."""
+    return analyse(command).commands
+
+
+def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None:
+    if depth > _MAX_DEPTH:
+        out.gate("nests shells and substitutions too deeply for the hook to analyse")
+        return
+    tokens, problems = lex(text)
+    for problem in dict.fromkeys(problems):
+        out.gate(f"cannot be analysed: {problem}")
+    variables = dict(outer)
+    words: list[Word] = []
+    redirs: list[Redir] = []
+    pipeline: list[SimpleCommand] = []
+    skip = ""  # "for" header / "case" word / case "pattern" being skipped
+
+    def finish(end_pipeline: bool) -> None:
+        nonlocal words, redirs, pipeline
+        if words or redirs:
+            cmd = _command(words, redirs, out, depth, variables)
+            if cmd is not None:
+                cmd.pipe_stage = len(pipeline)
+                pipeline.append(cmd)
+        words, redirs = [], []
+        if end_pipeline and pipeline:
+            out.pipelines.append(pipeline)
+            pipeline = []
+
+    for tok in tokens:
+        if isinstance(tok, Op):
+            if skip in ("for", "for-name"):
+                skip = ""
+            if skip == "pattern" and tok.value == ")":
+                skip = ""
+                continue
+            finish(tok.value not in ("|", "|&"))
+            if tok.value in (";;", ";&", ";;&"):
+                skip = "pattern"
+            continue
+        if isinstance(tok, Redir):
+            redirs.append(tok)
+            continue
+        value = tok.value
+        if skip == "pattern":
+            if value == "esac":
+                skip = ""
+            continue
+        if skip == "for-name":
+            variables[value] = UNKNOWN  # the loop variable: unknown, not empty
+            skip = "for"
+            continue
+        if skip in ("for", "case"):
+            if skip == "case" and value == "in":
+                skip = "pattern"
+            continue
+        if not words and not tok.quoted:
+            if value in ("for", "select"):
+                skip = "for-name"
+                continue
+            if value == "case":
+                skip = "case"
+                continue
+            if value == "function" or value in _RESERVED:
+                continue
+        words.append(tok)
+    finish(True)
+
+
+def _subst_vars(word: Word, variables: dict[str, str]) -> str:
+    if "$" not in word.value:
+        return word.value
+
+    def sub(m: re.Match[str]) -> str:
+        return variables.get(m.group(1), m.group(0))
+
+    return _VAR_REF.sub(sub, word.value)
+
+
+def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
+             variables: dict[str, str]) -> SimpleCommand | None:
+    for word in words:
+        for _kind, body in word.subs:
+            _script(body, out, depth + 1, variables)
+    for redir in redirs:
+        for _kind, body in redir.target.subs if redir.target else ():
+            _script(body, out, depth + 1, variables)
     i = 0
-    while i < len(words):
-        word = words[i]
-        if _ASSIGNMENT.match(word):
+    while i < len(words) and (m := _ASSIGNMENT.match(words[i].value)):
+        value = words[i].value[m.end():]
+        variables[m.group(1)] = UNKNOWN if words[i].dynamic else value
+        if m.group(1) == "IFS":
+            out.gate("sets IFS, so words split where the hook cannot follow", rule="ifs")
+        i += 1
+    values = [_subst_vars(w, variables) for w in words[i:]]
+    kept = words[i:]
+    redirects = [(r.op, r.target.value if r.target else "") for r in redirs]
+    if not values:
+        return _record(out, SimpleCommand("", [], redirects)) if redirects else None
+    values, kept, from_xargs = _strip_wrappers(values, kept, out, depth, variables)
+    if not values:  # `exec 3>~/.bashrc`: the redirections still happen
+        return _record(out, SimpleCommand("", [], redirects)) if redirects else None
+    program, computed = _program(values[0], kept[0] if kept else None, out)
+    if " " in program.strip() and not computed:  # `x="rm -rf"; $x /`
+        values = program.split() + values[1:]
+        program = values[0]
+    cmd = SimpleCommand(program.rsplit("/", 1)[-1], values[1:], redirects, raw_program=program)
+    cmd.words, cmd.computed, cmd.from_xargs = kept, computed, from_xargs
+    cmd.redir_words = [r for r in redirs if r.target is not None]
+    for redir in redirs:
+        if redir.op in ("<<", "<<-") and redir.body is not None:
+            cmd.stdin_code = redir.body
+        elif redir.op == "<<<" and redir.target is not None:
+            cmd.stdin_code = redir.target.value
+    _record(out, cmd)
+    _inner(cmd, out, depth, variables)
+    return cmd
+
+
+def _record(out: Analysis, cmd: SimpleCommand) -> SimpleCommand:
+    out.commands.append(cmd)
+    return cmd
+
+
+def _program(value: str, word: Word | None, out: Analysis) -> tuple[str, bool]:
+    """The program a command word names, and whether it stays computed (unknown)."""
+    if UNKNOWN not in value and "$" not in value:
+        return value, False
+    if word is not None and len(word.subs) == 1 and word.value == UNKNOWN:
+        text = word.subs[0][1]
+        if m := re.fullmatch(r"\s*command\s+-[vV]\s+([\w.+-]+)\s*", text):
+            return m.group(1), False
+        inner = simple_commands(text)
+        if len(inner) == 1 and inner[0].program in _WHICH:
+            names = [a for a in inner[0].positionals() if UNKNOWN not in a]
+            if names:
+                return names[-1], False
+    if UNKNOWN not in value:
+        expanded = _VAR_REF.sub(lambda m: os.environ.get(m.group(1)) or UNKNOWN, value)
+        if UNKNOWN not in expanded and "$" not in expanded:
+            return expanded, False  # `$HOME/.local/bin/tool`: set in the hook's environment
+    shown = value.replace(UNKNOWN, "$(...)")
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    out.gate(f"runs a program whose name is computed at run time (`{shown}`); the hook "
+             "cannot tell what it is", rule="computed-program")
+    return value, True
+
+
+def _strip_wrappers(values: list[str], words: list[Word], out: Analysis, depth: int,
+                    variables: dict[str, str]) -> tuple[list[str], list[Word], bool]:
+    i, from_xargs = 0, False
+    while i < len(values):
+        value = values[i]
+        if _ASSIGNMENT.match(value) and i:
             i += 1
             continue
-        name = word.rsplit("/", 1)[-1]
+        name = value.rsplit("/", 1)[-1]
         if name not in _WRAPPERS:
             break
         takes_value = _WRAPPERS[name]
+        from_xargs = from_xargs or name in ("xargs", "parallel")
         i += 1
-        while i < len(words) and words[i].startswith("-"):
-            i += 2 if words[i] in takes_value else 1
-        if name == "timeout" and i < len(words):
-            i += 1  # the duration
-    return words[i:]
+        while i < len(values) and values[i].startswith("-") and values[i] != "-":
+            if name == "env" and values[i].split("=", 1)[0] in ("-S", "--split-string"):
+                script = values[i].split("=", 1)[1] if "=" in values[i] else (
+                    values[i + 1] if i + 1 < len(values) else "")
+                _script(script, out, depth + 1, variables)
+                return [], [], from_xargs
+            i += 2 if values[i] in takes_value else 1
+        i += _TAKES_OPERAND.get(name, 0)
+    return values[i:], words[i:], from_xargs
 
 
-def _is_separator(token: str) -> bool:
-    if token in _REDIRECTS or not token or not set(token) <= _PUNCT:
-        return False
-    return token in ("&", "&&") or any(c in ";|()\n" for c in token)
+def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, str]) -> None:
+    """What the command runs as code of its own: `-c` strings, eval, stdin scripts, ..."""
+    program, args = cmd.program, cmd.args
+    if cmd.from_xargs and (program in SHELLS or program in ("eval", "source", ".")):
+        out.gate(f"xargs feeds {program} code the hook cannot see", rule="run-substitution")
+    if program in SHELLS:
+        script = shell_script(cmd)
+        if script is not None:
+            _script(script, out, depth + 1, variables)
+        elif cmd.stdin_code is not None and not cmd.positionals():
+            _script(cmd.stdin_code, out, depth + 1, variables)
+        sources = [*cmd.words[1:], *(r.target for r in cmd.redir_words if r.target)]
+        if any(w.subs and w.subs[0][0] == "in" for w in sources):
+            out.gate(f"runs the output of a process substitution with {program}",
+                     rule="run-substitution")
+    elif program in ("eval", ".", "source"):
+        if any(w.subs for w in cmd.words[1:]) or (program != "eval" and any(
+                a in ("/dev/stdin", "-") for a in args)):
+            out.gate(f"`{program}` runs the output of a command as code; the hook cannot "
+                     "see it", rule="run-substitution")
+        if program == "eval":
+            _script(" ".join(args), out, depth + 1, variables)
+    elif program in ("su", "script", "runuser") and (idx := next((
+            i for i, a in enumerate(args[:-1]) if a == "--command" or re.fullmatch(
+                r"-[a-zA-Z]*c", a)), None)) is not None:
+        _script(args[idx + 1], out, depth + 1, variables)
+    elif program == "alias":
+        for arg in args:
+            if "=" in arg:
+                _script(arg.split("=", 1)[1], out, depth + 1, variables)
+    elif program == "watch":
+        rest = [a for a in args if not a.startswith("-")]
+        _script(" ".join(rest), out, depth + 1, variables)
+    elif program == "find":
+        for i, arg in enumerate(args):
+            if arg in ("-exec", "-execdir", "-ok", "-okdir"):
+                end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")),
+                           len(args))
+                if i + 1 < end:
+                    _script(" ".join(_quote(a) for a in args[i + 1:end]), out, depth + 1,
+                            variables)
+    elif program == "git":
+        from massgen_mcp.hook.git_alias import expand_git
+
+        for script in expand_git(cmd):
+            _script(script, out, depth + 1, variables)
 
 
-def _split(tokens: list[str]) -> list[list[str]]:
-    segments: list[list[str]] = [[]]
-    for token in tokens:
-        if _is_separator(token) or token in ("{", "}"):
-            if segments[-1]:
-                segments.append([])
-        else:
-            segments[-1].append(token)
-    return [s for s in segments if s]
+def shell_script(cmd: SimpleCommand) -> str | None:
+    """The `-c` script of a shell command (`bash -lc '...'` included), or None."""
+    for i, arg in enumerate(cmd.args):
+        if arg.startswith("-") and not arg.startswith("--") and "c" in arg:
+            return cmd.args[i + 1] if i + 1 < len(cmd.args) else ""
+        if not arg.startswith("-"):
+            return None
+    return None
 
 
-def _build(segment: list[str]) -> SimpleCommand | None:
-    words: list[str] = []
-    redirects: list[tuple[str, str]] = []
-    i = 0
-    while i < len(segment):
-        token = segment[i]
-        if token in _REDIRECTS or (set(token) <= _PUNCT and (">" in token or "<" in token)):
-            target = segment[i + 1] if i + 1 < len(segment) else ""
-            # `2>file`: the fd number was lexed as a word of its own.
-            if words and words[-1].isdigit() and i > 0 and segment[i - 1] == words[-1]:
-                words.pop()
-            redirects.append((token, target))
-            i += 2
-            continue
-        words.append(token)
-        i += 1
-    words = _strip_wrappers(words)
-    if not words:
-        return None
-    return SimpleCommand(
-        program=words[0].rsplit("/", 1)[-1], args=words[1:], redirects=redirects,
-        raw_program=words[0],
-    )
-
-
-def simple_commands(command: str, _depth: int = 0) -> list[SimpleCommand]:
-    """Every simple command in `command`, including those inside `sh -c` and `eval`."""
-    out: list[SimpleCommand] = []
-    for segment in _split(tokenize(command)):
-        cmd = _build(segment)
-        if cmd is None:
-            continue
-        out.append(cmd)
-        if _depth >= _MAX_DEPTH:
-            continue
-        inner: str | None = None
-        if cmd.program in _SHELLS:
-            # `-c`, or a cluster holding it (`bash -lc '...'`): the next word is the script.
-            idx = next((i for i, a in enumerate(cmd.args)
-                        if a.startswith("-") and not a.startswith("--") and "c" in a), None)
-            if idx is not None and idx + 1 < len(cmd.args):
-                inner = cmd.args[idx + 1]
-        elif cmd.program == "eval":
-            inner = " ".join(cmd.args)
-        if inner:
-            out.extend(simple_commands(inner, _depth + 1))
-    return out
+def _quote(word: str) -> str:
+    return "'" + word.replace("'", "'\\''") + "'" if re.search(r"[^\w@%+=:,./{}-]", word) else word
 
 
 def subcommand(cmd: SimpleCommand, value_options: frozenset[str] = frozenset()) -> tuple[str, int]:

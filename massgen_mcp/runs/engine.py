@@ -119,6 +119,8 @@ class Engine:
         meta = {"task": task, "team": team.name, "source": team.source, "mode": mode,
                 "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
                            for a in team.agents]}
+        if team.warnings:  # keys of the team file accepted but not honoured
+            meta["warnings"] = list(team.warnings)
         live = LiveRun(run_id, RunRecord(self.state, run_id, Redactor(secrets), meta))
         # status.json exists from the start, so a run whose process dies is never lost
         live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
@@ -175,6 +177,7 @@ class Engine:
                     if live.cancel_requested:
                         orch.cancel()
                     result = await orch.run()
+                    result.notes = [*team.warnings, *result.notes]
                     # Final now: record it and wake whoever waits before the agents' tool
                     # servers are stopped (about a second per server, off the answer's path).
                     self._finish(live, result, after)
@@ -259,6 +262,16 @@ class Engine:
         return out
 
     async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun) -> dict[str, Any]:
+        boxes = await self._mcp_toolboxes(stack, team, live)
+        if team.orchestrator.context_paths:  # read-only file tools, served in-process
+            from massgen_mcp.tools.files import with_file_tools
+
+            boxes = with_file_tools(boxes, [a.id for a in team.agents],
+                                    team.orchestrator.context_paths)
+        return boxes
+
+    async def _mcp_toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun
+                             ) -> dict[str, Any]:
         if not any(a.backend.servers() for a in team.agents):
             return {}
         from massgen_mcp.tools.session import (
@@ -307,6 +320,7 @@ class Engine:
             result = RunResult(run_id=live.run_id, status="failed", task=task[:500],
                                team=team.name, log_dir=str(live.record.dir))
         result.status = status  # type: ignore[assignment]
+        result.notes = [*team.warnings, *result.notes]
         if error:
             result.error = error
         self._on_event(live, "run_finished", {"status": status, "error": error})

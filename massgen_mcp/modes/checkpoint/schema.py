@@ -11,15 +11,30 @@ terminal (`proceed`, `recheckpoint`, `terminate`), `{if, then, else?, reason?}` 
 be among the executor's tools, and every action goal needs an approved action.
 
 `validate_checkpoint_plan` reports every problem at once, each with its path, so a reviewer
-model can fix its plan in one try.
+model can fix its plan in one try. It is liberal in what it accepts and strict in what it
+records: fields a plan or a step does not have (a `summary`, a step's `notes`, an
+approved action's `why`) are dropped and listed in the plan's `notes`, so they never
+reach the approved calls. What cannot be dropped without changing what runs stays an
+error: an unknown field in a recovery node (`otherwise` for `else` would change what
+happens on failure) or in an action spec with no `args` (`arguments` for `args`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    StringConstraints,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+)
 
 from massgen_mcp.coordination.answers import AnswerRejected
 from massgen_mcp.hook.matching import same_tool
@@ -48,6 +63,122 @@ class ApprovedAction(_Strict):
     tool: str = Field(min_length=1)
     args: dict[str, Any] = Field(default_factory=dict)
     rollback: ActionSpec | None = None
+
+
+class BranchNode(_Strict):
+    """`{if, then, else?, reason?}`: a condition the executor checks, and what follows."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    if_: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
+        alias="if")
+    then: Recovery
+    else_: Recovery | None = Field(default=None, alias="else")
+    reason: str | None = None
+
+
+class CompensateNode(_Strict):
+    """`{compensate: {tool, args}, then, reason?}`: an undo call, then what follows."""
+
+    compensate: ActionSpec
+    then: Recovery
+    reason: str | None = None
+
+
+def _recovery_tag(node: Any) -> str | None:
+    if isinstance(node, str):
+        return "terminal"
+    if isinstance(node, BranchNode | CompensateNode):  # when serializing
+        return "branch" if isinstance(node, BranchNode) else "compensate"
+    if isinstance(node, dict):
+        return "branch" if "if" in node else "compensate" if "compensate" in node else None
+    return None
+
+
+Recovery = Annotated[
+    Annotated[Literal["proceed", "recheckpoint", "terminate"], Tag("terminal")]
+    | Annotated[BranchNode, Tag("branch")]
+    | Annotated[CompensateNode, Tag("compensate")],
+    Discriminator(_recovery_tag, custom_error_type="recovery_shape",
+                  custom_error_message="not a recovery node"),
+]
+BranchNode.model_rebuild()
+CompensateNode.model_rebuild()
+_RECOVERY: TypeAdapter[Any] = TypeAdapter(Recovery)
+_TAGS = frozenset({"terminal", "branch", "compensate"})
+_SHAPE = ("a recovery node is 'proceed', 'recheckpoint', 'terminate', "
+          "{if, then, else?, reason?} or {compensate: {tool, args}, then, reason?}")
+
+
+def _depth(node: Any) -> int:
+    """Nesting depth of a recovery tree, counted without recursion (a hostile tree is deep)."""
+    deepest, stack = 0, [(node, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict) and depth <= _MAX_RECOVERY_DEPTH:
+            stack.extend((item[k], depth + 1) for k in ("then", "else") if k in item)
+    return deepest
+
+
+def _recovery_path(prefix: str, loc: tuple[int | str, ...]) -> str:
+    """`steps[2].recovery` + ('branch', 'then', 'terminal') -> `steps[2].recovery.then`."""
+    path, expect_tag = prefix, True
+    for part in loc:
+        if expect_tag and part in _TAGS:
+            expect_tag = False
+            continue
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        expect_tag = part in ("then", "else")
+    return path
+
+
+def recovery_problems(path: str, node: Any) -> tuple[Any, list[str]]:
+    """(normalized recovery tree, problems), each problem naming its path."""
+    if _depth(node) > _MAX_RECOVERY_DEPTH:
+        return None, [f"{path}: recovery is nested too deeply"]
+    try:
+        value = _RECOVERY.validate_python(node)
+    except ValidationError as e:
+        return None, [_recovery_problem(path, err) for err in e.errors()]
+    return _RECOVERY.dump_python(value, by_alias=True, exclude_none=True), []
+
+
+def _recovery_problem(prefix: str, err: Any) -> str:
+    loc = tuple(err["loc"])
+    path, kind, value = _recovery_path(prefix, loc), err["type"], err.get("input")
+    in_action = path.split(".")[-2:-1] == ["compensate"]
+    if kind == "literal_error":
+        return (f"{path}: '{value}' is not a recovery terminal (use {', '.join(TERMINALS)})")
+    if kind == "recovery_shape":
+        got = f"keys {sorted(value)}" if isinstance(value, dict) else repr(value)[:60]
+        return f"{path}: {_SHAPE}; got {got}"
+    if kind == "missing":
+        return f"{path}: required field is missing"
+    if kind == "extra_forbidden":
+        what = "an action spec has tool, args" if in_action else _SHAPE
+        return f"{path}: unknown field ({what})"
+    if kind == "string_too_short" and path.endswith(".if"):
+        return f"{path}: must be a non-empty condition"
+    if kind == "string_type" and path.endswith(".reason"):
+        return f"{path}: must be a string"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"{path}: must be an object"
+    if kind == "string_too_short":
+        return f"{path}: must not be empty"
+    return f"{path}: {err['msg'][0].lower()}{err['msg'][1:]}"
+
+
+def compensations(node: Any, path: str) -> list[tuple[str, str]]:
+    """(path, tool) of every compensate call in a normalized recovery tree."""
+    found: list[tuple[str, str]] = []
+    if isinstance(node, dict):
+        if "compensate" in node:
+            found.append((f"{path}.compensate.tool", node["compensate"]["tool"]))
+        for key in ("then", "else"):
+            if key in node:
+                found.extend(compensations(node[key], f"{path}.{key}"))
+    return found
 
 
 class Step(_Strict):
@@ -140,43 +271,12 @@ class _Checker:
             elif n > number:
                 self.problems.append(f"{where}: '{value}' refers to a later step")
 
-    def recovery(self, path: str, node: Any, depth: int = 0) -> None:
-        if depth > _MAX_RECOVERY_DEPTH:
-            self.problems.append(f"{path}: recovery is nested too deeply")
-            return
-        if isinstance(node, str):
-            if node not in TERMINALS:
-                self.problems.append(f"{path}: '{node}' is not a recovery terminal "
-                                     f"(use {', '.join(TERMINALS)})")
-            return
-        shape = ("a recovery node is 'proceed', 'recheckpoint', 'terminate', "
-                 "{if, then, else?, reason?} or {compensate: {tool, args}, then, reason?}")
-        if not isinstance(node, dict) or not ({"if", "compensate"} & node.keys()):
-            got = f"keys {sorted(node)}" if isinstance(node, dict) else repr(node)[:60]
-            self.problems.append(f"{path}: {shape}; got {got}")
-            return
-        branch = "if" in node
-        allowed = {"if", "then", "else", "reason"} if branch else {"compensate", "then",
-                                                                    "reason"}
-        for key in sorted(node.keys() - allowed):
-            self.problems.append(f"{path}.{key}: unknown field ({shape})")
-        if branch and (not isinstance(node["if"], str) or not node["if"].strip()):
-            self.problems.append(f"{path}.if: must be a non-empty condition")
-        if not branch:
-            try:
-                spec = ActionSpec.model_validate(node["compensate"])
-            except ValidationError as e:
-                self.problems.extend(_pydantic_problems(f"{path}.compensate", e, "action"))
-            else:
-                self.tool(f"{path}.compensate.tool", spec.tool)
-        if "reason" in node and not isinstance(node["reason"], str):
-            self.problems.append(f"{path}.reason: must be a string")
-        if "then" not in node:
-            self.problems.append(f"{path}.then: required field is missing")
-        else:
-            self.recovery(f"{path}.then", node["then"], depth + 1)
-        if branch and "else" in node:
-            self.recovery(f"{path}.else", node["else"], depth + 1)
+    def recovery(self, path: str, node: Any) -> Any:
+        tree, problems = recovery_problems(path, node)
+        self.problems.extend(problems)
+        for where, tool in compensations(tree, path):
+            self.tool(where, tool)
+        return tree
 
     def action(self, path: str, step: Step, raw: dict[str, Any]) -> str | None:
         action = step.approved_action
@@ -202,8 +302,35 @@ class _Checker:
         return action.goal_id
 
 
-def _dump(step: Step) -> dict[str, Any]:
+def _drop_extras(path: str, raw: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """`raw` without the fields a step (or its actions) does not have, each noted."""
+    kept = {k: v for k, v in raw.items() if k in Step.model_fields}
+    for key in sorted(raw.keys() - kept.keys()):
+        notes.append(f"{path}.{key}: dropped (a step has {_FIELDS['step']})")
+    action = kept.get("approved_action")
+    if isinstance(action, dict) and "args" in action:
+        kept["approved_action"] = action = _drop_spec(
+            f"{path}.approved_action", action, ApprovedAction, "approved_action", notes)
+        rollback = action.get("rollback")
+        if isinstance(rollback, dict) and "args" in rollback:
+            action["rollback"] = _drop_spec(f"{path}.approved_action.rollback", rollback,
+                                            ActionSpec, "action", notes)
+    return kept
+
+
+def _drop_spec(path: str, raw: dict[str, Any], model: type[BaseModel], owner: str,
+               notes: list[str]) -> dict[str, Any]:
+    # Only when `args` is there: without it an extra field may be the call's arguments
+    # under another name, and dropping it would approve a different call.
+    kept = {k: v for k, v in raw.items() if k in model.model_fields}
+    for key in sorted(raw.keys() - kept.keys()):
+        notes.append(f"{path}.{key}: dropped ({owner} has {_FIELDS[owner]})")
+    return kept
+
+
+def _dump(step: Step, recovery: Any) -> dict[str, Any]:
     out = step.model_dump(exclude={"approved_action", "constraints"})
+    out["recovery"] = recovery
     if step.constraints:
         out["constraints"] = step.constraints
     if step.approved_action is not None:
@@ -222,18 +349,19 @@ def validate_checkpoint_plan(
         raise AnswerRejected(["plan: must be an object {\"steps\": [...]}"])
     goals = normalize_goals(action_goals)
     check = _Checker(available_tools, goals)
-    for key in sorted(data.keys() - {"steps"}):
-        check.problems.append(f"plan.{key}: unknown field (a plan has only 'steps')")
+    notes = [f"plan.{key}: dropped (a plan has only 'steps')"
+             for key in sorted(data.keys() - {"steps"})]
     raw_steps = data.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
-        raise AnswerRejected([*check.problems, "steps: must be a non-empty list of steps"])
-    steps: list[Step] = []
+        raise AnswerRejected(["steps: must be a non-empty list of steps"])
+    steps: list[tuple[Step, Any]] = []
     mapped: set[str] = set()
     for i, raw in enumerate(raw_steps):
         path = f"steps[{i}]"
         if not isinstance(raw, dict):
             check.problems.append(f"{path}: must be an object")
             continue
+        raw = _drop_extras(path, raw, notes)
         try:
             step = Step.model_validate(raw)
         except ValidationError as e:
@@ -253,16 +381,20 @@ def validate_checkpoint_plan(
             check.problems.append(f"{path}.step: expected {i + 1} (steps are numbered 1..n "
                                   f"in order), got {step.step}")
         check.preconditions(path, step.preconditions, i + 1, len(raw_steps))
-        check.recovery(f"{path}.recovery", step.recovery)
+        recovery = check.recovery(f"{path}.recovery", step.recovery)
         goal = check.action(path, step, raw)
         if goal:
             mapped.add(goal)
-        steps.append(step)
-    for goal in goals:
-        if goal["id"] not in mapped:
+        steps.append((step, recovery))
+    for wanted in goals:
+        if wanted["id"] not in mapped:
             check.problems.append(
-                f"action goal '{goal['id']}' ({goal['description']}) is not served by any "
-                f"approved_action: add a step whose approved_action.goal_id is '{goal['id']}'")
+                f"action goal '{wanted['id']}' ({wanted['description']}) is not served by any "
+                f"approved_action: add a step whose approved_action.goal_id is "
+                f"'{wanted['id']}'")
     if check.problems:
         raise AnswerRejected(check.problems)
-    return {"steps": [_dump(s) for s in steps]}
+    plan: dict[str, Any] = {"steps": [_dump(step, tree) for step, tree in steps]}
+    if notes:
+        plan["notes"] = notes
+    return plan

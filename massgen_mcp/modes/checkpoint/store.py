@@ -19,7 +19,6 @@ deactivates its plan and keeps the audit trail. Flow for the `checkpoint` tool:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +34,9 @@ from massgen_mcp.hook.active import (
     register_workspace,
     set_active_plan,
     write_json_atomic,
+)
+from massgen_mcp.hook.active import (
+    session_id_for as hook_session_id,
 )
 from massgen_mcp.hook.policy import merge_criteria
 from massgen_mcp.modes.checkpoint.schema import normalize_goals
@@ -75,9 +77,7 @@ def _now() -> str:
 
 def session_id_for(workspace: str | Path) -> str:
     """Stable id of a workspace: `<dir name>-<12 hex of its resolved path>`."""
-    path = str(Path(workspace).expanduser().resolve())
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(path).name).strip("-.")[:40] or "root"
-    return f"{name}-{hashlib.sha256(path.encode()).hexdigest()[:12]}"
+    return hook_session_id(str(workspace))
 
 
 def _root(state_dir: str | Path) -> Path:

@@ -1,0 +1,188 @@
+"""MassGen's keys that massgen-mcp accepts but does not honour, and near-miss detection.
+
+A MassGen team file should load unchanged, but a file that loads must not silently lose what it
+was written for: `team_warning` names every key that is accepted but not honoured and what the
+team loses, in one line per file. `near_misses` turns an unknown key that is one typo away from
+a key we implement (``temperture``) into an error, unless it is a real MassGen key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel
+
+from massgen_mcp.config.team import VOTING_SENSITIVITY, TeamConfig
+
+_SHELL = "agents cannot run shell commands"
+_CUSTOM = "agents do not get MassGen's custom tools"
+_MEDIA = "agents cannot generate images, audio or video"
+_WORKSPACE = "agents share no workspace snapshots"
+_PEERS = "peer answers reach an agent when it restarts, not mid-stream"
+
+# key -> what the team loses without it (keys of any section; section-specific below).
+LOSSES: dict[str, str] = {
+    "cwd": "agents get no workspace directory (only ${cwd} in the file uses it)",
+    "custom_tools": _CUSTOM, "auto_discover_custom_tools": _CUSTOM,
+    "exclude_custom_tools": _CUSTOM, "shared_tools_directory": _CUSTOM,
+    "enable_code_based_tools": _CUSTOM, "direct_mcp_servers": _CUSTOM,
+    "enable_mcp_command_line": _SHELL, "command_line_execution_mode": _SHELL,
+    "command_line_allowed_commands": _SHELL, "command_line_blocked_commands": _SHELL,
+    "exclude_file_operation_mcps": "nothing (there are no file-operation MCP servers here)",
+    "enable_image_generation": _MEDIA, "enable_audio_generation": _MEDIA,
+    "enable_video_generation": _MEDIA, "enable_file_generation": "agents cannot create files",
+    "enable_multimodal_tools": _MEDIA, "image_generation_backend": _MEDIA,
+    "video_generation_backend": _MEDIA, "audio_generation_backend": _MEDIA,
+    "upload_files": "files are not uploaded to the provider",
+    "enable_x_search": "agents have no X search",
+    "extra_body": "the extra request fields are not sent",
+    "permission_mode": "nothing (only the CLI agents have permission modes)",
+    "permissions": "nothing (only the CLI agents have permission modes)",
+    "snapshot_storage": _WORKSPACE, "agent_temporary_workspace": _WORKSPACE,
+    "coordination": "MassGen's coordination extras (planning, skills, subagents, ...) are off",
+    "voting_threshold": "every vote counts (there is no threshold)",
+    "max_midstream_injections_per_round": _PEERS, "defer_peer_updates_until_restart": _PEERS,
+    "allow_midstream_peer_updates_before_checklist_submit": _PEERS,
+    "skip_coordination_rounds": "the agents still coordinate",
+    "memory": "agents keep no memory between runs",
+    "timeout_settings": "round timeouts are not applied (orchestrator_timeout_seconds is)",
+    "security": "MassGen's MCP security checks are not applied",
+    "enable_tool_search": "all tools are offered at once (no tool search)",
+    "tool_search_variant": "all tools are offered at once (no tool search)",
+    "betas": "the provider beta headers are not sent",
+}
+_PREFIX_LOSSES = {"command_line_": _SHELL, "debug_": "nothing (a MassGen debugging aid)"}
+_GENERIC = "ignored (not implemented by massgen-mcp)"
+# Keys we read (for `${cwd}`) without giving the team what MassGen does with them.
+PARTLY = frozenset({"cwd"})
+# Sections MassGen uses only for its own terminal display: dropped without a word.
+COSMETIC = ("ui", "logging", "display")
+
+
+def loss(key: str) -> str:
+    if key in LOSSES:
+        return LOSSES[key]
+    for prefix, text in _PREFIX_LOSSES.items():
+        if key.startswith(prefix):
+            return text
+    return _GENERIC
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside ``X``, ``X | None``, ``list[X]``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _walk(cls: type[BaseModel], data: Any, path: str) -> Iterator[tuple[type[BaseModel], str, Any]]:
+    """Every (model class, path, raw mapping) in a raw team tree, following the schema."""
+    if not isinstance(data, dict):
+        return
+    yield cls, path, data
+    for name, field in cls.model_fields.items():
+        child = _model_of(field.annotation)
+        value = data.get(field.alias or name, data.get(name))
+        if child is None or value is None:
+            continue
+        here = f"{path}.{field.alias or name}" if path else (field.alias or name)
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from _walk(child, item, f"{here}[{i}]")
+        elif isinstance(value, dict) and typing.get_origin(field.annotation) is not None and (
+                list in _origins(field.annotation)):
+            for key, item in value.items():  # mcp_servers keyed by name
+                yield from _walk(child, item, f"{here}.{key}")
+        else:
+            yield from _walk(child, value, here)
+
+
+def _origins(annotation: Any) -> set[Any]:
+    out = {typing.get_origin(annotation)}
+    for arg in typing.get_args(annotation):
+        out |= _origins(arg)
+    return out
+
+
+def near_misses(data: Any) -> list[str]:
+    """``path: unknown field 'x'; did you mean 'y'?`` for each likely typo in a raw team."""
+    problems = []
+    for cls, path, raw in _walk(TeamConfig, data, ""):
+        known = cls.known_keys()  # type: ignore[attr-defined]
+        for key in raw:
+            key = str(key)
+            if key in known or key in LOSSES or key in COSMETIC:
+                continue
+            close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+            if close:
+                where = f"{path}.{key}" if path else key
+                problems.append(f"{where}: unknown field '{key}'; did you mean '{close[0]}'?")
+    return problems
+
+
+def unhonoured(data: Any) -> dict[str, list[str]]:
+    """What-is-lost -> the paths of the keys that lose it, for a raw (valid) team tree."""
+    out: dict[str, list[str]] = {}
+    for cls, path, raw in _walk(TeamConfig, data, ""):
+        known = cls.known_keys()  # type: ignore[attr-defined]
+        for key in raw:
+            if (str(key) not in known or str(key) in PARTLY) and str(key) not in COSMETIC:
+                where = f"{path}.{key}" if path else str(key)
+                out.setdefault(loss(str(key)), []).append(where)
+    orch = data.get("orchestrator") if isinstance(data.get("orchestrator"), dict) else {}
+    level = orch.get("voting_sensitivity")
+    if isinstance(level, str) and level.lower() not in ("lenient", "balanced", "strict"):
+        mapped = VOTING_SENSITIVITY.get(level.lower(), level)
+        out.setdefault(f"voting_sensitivity '{level}' runs as '{mapped}'", []).append(
+            "orchestrator.voting_sensitivity")
+    for i, entry in enumerate(orch.get("context_paths") or []):
+        if isinstance(entry, dict) and entry.get("permission") == "write":
+            out.setdefault("write permission is served read-only: agents can read but not "
+                           "change these paths", []).append(f"orchestrator.context_paths[{i}]")
+    return out
+
+
+def team_warning(where: str, lost: dict[str, list[str]]) -> str | None:
+    """The one warning line of a file, or None when nothing is lost."""
+    if not lost:
+        return None
+    parts = []
+    for what, paths in lost.items():
+        shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+        parts.append(f"{shown}: {what}")
+    return f"{where}: accepted but not honoured: " + "; ".join(parts)
+
+
+# Which provider presets honour each native-tool key (see backends/native_tools.py).
+NATIVE_TOOLS: dict[str, tuple[frozenset[str], str]] = {
+    "enable_web_search": (frozenset({"openai", "grok", "claude", "gemini"}),
+                          "agents will have no web search"),
+    "enable_code_interpreter": (frozenset({"openai", "grok"}),
+                                "agents will have no code interpreter"),
+    "enable_code_execution": (frozenset({"claude", "gemini", "grok"}),
+                              "agents will have no code execution"),
+}
+# Extra-body options only OpenAI-compatible servers take (Chat Completions, not OpenAI/Azure).
+PASS_THROUGH = ("top_k", "chat_template_kwargs")
+
+
+def native_losses(provider: str, wire: str, backend: Any, path: str) -> dict[str, list[str]]:
+    """Native-tool and pass-through keys set on a backend that cannot honour them."""
+    out: dict[str, list[str]] = {}
+    for key, (providers, lost) in NATIVE_TOOLS.items():
+        if getattr(backend, key, False) and provider not in providers:
+            out.setdefault(f"{lost} (not available on type {provider})", []).append(
+                f"{path}.{key}")
+    for key in PASS_THROUGH:
+        if getattr(backend, key, None) is not None and (
+                wire != "openai_chat" or provider == "azure_openai"):
+            out.setdefault(f"{key} is not sent (only OpenAI-compatible servers take it)",
+                           []).append(f"{path}.{key}")
+    return out

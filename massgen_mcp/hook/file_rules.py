@@ -1,0 +1,120 @@
+"""Commands that delete, move, overwrite or copy files. Standard library only.
+
+- `rm -r` (and `find -delete`, in `bash_rules.py`): see `Scope.delete_finding`. A plain
+  `rm` is gated only outside the workspace and temp dirs (`rm ~/.bashrc`); an `rm -r` fed
+  by `xargs` has targets the hook cannot see, so it is gated.
+- `mv` takes its sources away: a source is judged as a recursive delete (`mv ~ /tmp/x`),
+  the destination as a write. `rsync --delete*` empties the destination of what the source
+  lacks: judged as deleting the destination's contents. `shred` and `unlink` destroy
+  their targets; `truncate` and `dd of=` overwrite theirs.
+- Copying or packing a secret (`cp .env /tmp/x`, `tar -czf - ~/.ssh`) is gated: the copy
+  escapes the protections of the original (and `tar ... | curl` sends it).
+"""
+
+from __future__ import annotations
+
+from massgen_mcp.hook.lexer import UNKNOWN
+from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.scope import Scope, secret_kind
+from massgen_mcp.hook.shell import SimpleCommand, wordset
+
+_COPIERS = wordset("cp mv install ln rsync scp rclone ditto")
+ARCHIVERS = wordset("tar zip 7z 7za gzip bzip2 xz zstd cpio gpg openssl age rar pax")
+_VALUE_OPTIONS = {
+    "truncate": frozenset({"-s", "--size", "-r", "--reference"}),
+    "shred": frozenset({"-n", "--iterations", "-s", "--size", "--random-source"}),
+    "tar": frozenset({"-f", "--file", "-C", "--directory", "-T", "--files-from", "-X",
+                      "--exclude-from", "-b", "-H", "--format"}),
+    "rsync": frozenset({"-e", "--rsh", "--exclude", "--include", "--filter", "-f",
+                        "--exclude-from", "--include-from", "--files-from", "--backup-dir",
+                        "--chmod", "--log-file", "--partial-dir", "-T", "--temp-dir"}),
+    "cp": frozenset({"-t", "--target-directory", "-S", "--suffix"}),
+    "mv": frozenset({"-t", "--target-directory", "-S", "--suffix"}),
+    "zip": frozenset({"-x", "-i", "-P", "--password"}),
+}
+
+
+def inline_arg(cmd: SimpleCommand) -> str | None:
+    """The code argument of `perl -pi -e CODE` (not a file it edits)."""
+    for i, arg in enumerate(cmd.args[:-1]):
+        if arg.startswith("-") and not arg.startswith("--") and arg.endswith(("e", "E")):
+            return cmd.args[i + 1]
+    return None
+
+
+def operands(cmd: SimpleCommand) -> list[str]:
+    """Non-option arguments, skipping the values of options that take one."""
+    takes = _VALUE_OPTIONS.get(cmd.program, frozenset())
+    out: list[str] = []
+    skip = after_dashes = False
+    for arg in cmd.args:
+        if skip:
+            skip = False
+        elif after_dashes or not arg.startswith("-") or arg == "-":
+            out.append(arg)
+        elif arg == "--":
+            after_dashes = True
+        elif arg in takes:
+            skip = True
+    return out
+
+
+def recursive(cmd: SimpleCommand) -> bool:
+    return cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long("--recursive")
+
+
+def secret_sources(cmd: SimpleCommand) -> list[tuple[str, str]]:
+    """(path, kind) of secrets a copying or packing command reads."""
+    if cmd.program not in _COPIERS and cmd.program not in ARCHIVERS:
+        return []
+    pos = operands(cmd)
+    sources = pos[:-1] if cmd.program in _COPIERS and len(pos) >= 2 else pos
+    return [(p, kind) for p in sources if (kind := secret_kind(p))]
+
+
+def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | None:
+    """Findings of a file command, or None if `cmd` is not one this module judges."""
+    program, pos = cmd.program, operands(cmd)
+    out: list[Finding | None] = [
+        Finding("secrets", "copy-secret", f"{program} copies {p}, {kind}: the copy escapes "
+                "its protections") for p, kind in secret_sources(cmd)]
+    if program == "rm":
+        if recursive(cmd):
+            targets = [*pos, UNKNOWN] if cmd.from_xargs else pos
+            out.extend(scope.delete_finding(p) for p in targets)
+        else:
+            out.extend(f for p in pos if UNKNOWN not in p
+                       and (f := scope.delete_finding(p)) and f.rule == "rm-outside-workspace")
+    elif program == "mv":
+        if len(pos) >= 2:
+            out.extend(scope.delete_finding(p) for p in pos[:-1])
+            out.append(scope.write_finding(pos[-1], verb="mv writes"))
+    elif program in ("cp", "install", "ln") and len(pos) >= 2:
+        out.append(scope.write_finding(pos[-1], verb=f"{program} writes"))
+        if program == "ln" and cmd.has_short_flag("s"):
+            # a link to home or above: deleting through it later deletes that
+            out.extend(f for p in pos[:-1] if (f := scope.delete_finding(p))
+                       and f.rule in ("rm-root-or-home", "rm-workspace"))
+    elif program in ("sed", "perl") and (cmd.has_short_flag("i") or cmd.has_long(
+            "--in-place")):
+        scripted = "-e" in cmd.args or "-f" in cmd.args or program == "perl"
+        files = pos if scripted and program == "sed" else pos[1:] if program == "sed" else [
+            p for p in pos if p != (inline_arg(cmd) or "")]
+        out.extend(scope.write_finding(p, verb=f"{program} -i edits") for p in files)
+    elif program == "rsync":
+        local = [p for p in pos if ":" not in p.split("/", 1)[0]]
+        if len(pos) >= 2 and pos[-1] in local and any(
+                a.startswith("--delete") or a == "--remove-source-files" for a in cmd.args):
+            out.append(scope.delete_finding(pos[-1].rstrip("/") + "/*"))
+        elif len(pos) >= 2 and pos[-1] in local:
+            out.append(scope.write_finding(pos[-1], verb="rsync writes"))
+    elif program in ("shred", "unlink", "srm", "wipe"):
+        out.extend(scope.delete_finding(p) for p in pos)
+    elif program in ("truncate", "fallocate"):
+        out.extend(scope.write_finding(p, verb=f"{program} overwrites") for p in pos)
+    elif program == "dd":
+        out.extend(scope.write_finding(a[3:], verb="dd overwrites") for a in cmd.args
+                   if a.startswith("of=") and not a.startswith("of=/dev/"))
+    elif not out:
+        return None
+    return out

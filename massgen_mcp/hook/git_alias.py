@@ -1,0 +1,79 @@
+"""What a git command runs besides git: aliases and command-valued settings.
+
+`git -c alias.x='!rm -rf ~' x` runs a shell command, and `git -c alias.p='push -f' p origin
+main` is a force-push: `expand_git` returns the command lines such a call amounts to, for
+the hook to analyse like any other line. Settings whose value is a program
+(`core.sshCommand`, `core.pager`, `diff.external`, filters, ...) given with `-c` or written
+with `git config` are returned too; so are `!` aliases written with `git config`, since
+they run later. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from massgen_mcp.hook.shell import SimpleCommand
+
+_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
+                            "--config-env", "--exec-path"})
+_PROGRAM_KEYS = re.compile(
+    r"^(core\.(sshcommand|pager|editor|fsmonitor|askpass|hookspath)|diff\.external"
+    r"|sequence\.editor|gpg\.(\w+\.)?program|credential(\..*)?\.helper|pager\..*"
+    r"|(diff|merge|filter)\..*\.(textconv|command|driver|clean|smudge|process|cmd)"
+    r"|uploadpack\.packobjectshook|ssh\.variant|interactive\.difffilter)$", re.I)
+
+
+def _quote(word: str) -> str:
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+def _setting_script(key: str, value: str) -> str | None:
+    if key.lower().startswith("alias."):
+        return value[1:] if value.startswith("!") else None
+    if _PROGRAM_KEYS.match(key):
+        return value[1:] if value.startswith("!") else value
+    return None
+
+
+def expand_git(cmd: SimpleCommand) -> list[str]:
+    """Command lines this git invocation runs through aliases and program settings."""
+    args, scripts = cmd.args, []
+    aliases: dict[str, str] = {}
+    i, sub_index = 0, len(args)
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("-"):
+            sub_index = i
+            break
+        if arg == "-c" and i + 1 < len(args):
+            key, _, value = args[i + 1].partition("=")
+            if key.lower().startswith("alias."):
+                aliases[key[6:]] = value
+            script = _setting_script(key, value)
+            if script is not None:
+                scripts.append(script)
+        i += 2 if arg in _GLOBAL_VALUES else 1
+    sub, rest = (args[sub_index], args[sub_index + 1:]) if sub_index < len(args) else ("", [])
+    if sub in aliases:
+        value = aliases[sub]
+        tail = " ".join(_quote(a) for a in rest)
+        if value.startswith("!"):
+            scripts[:] = [x for x in scripts if x != value[1:]]
+            scripts.append(f"{value[1:]} {tail}")
+        else:
+            kept: list[str] = []
+            for arg in args[:sub_index]:
+                if arg.startswith(f"alias.{sub}=") and kept[-1:] == ["-c"]:
+                    kept.pop()
+                else:
+                    kept.append(arg)
+            scripts.append(" ".join(["git", *map(_quote, kept), value, tail]))
+    if sub == "config":
+        pos = [a for a in rest if not a.startswith("-")]
+        if len(pos) >= 2:
+            script = _setting_script(pos[0], pos[1])
+            if script is not None:
+                scripts.append(script)
+    return scripts

@@ -1,0 +1,140 @@
+"""Inline code of interpreters: `python3 -c`, `perl -e`, `node -e`, `ruby -e`, `php -r`, ...
+
+The hook cannot run or fully parse another language, so it reads the code the way a
+reviewer skims it, and what it cannot see into is gated:
+
+- code that runs a shell (`os.system`, `subprocess`, `system`, backquotes, `exec`,
+  `child_process`, ...): each string literal, and all of them joined (for the list form
+  `["rm", "-rf", "/"]`), is analysed as a command line;
+- code that deletes, moves or truncates files (`rmtree`, `rm_rf`, `rmSync`, `unlink`, ...):
+  allowed only when every such call names a literal path that would be fine to delete
+  recursively; a computed path (`Dir.home`, `expanduser(...)` of a variable) is gated;
+- code that opens a file for writing: literal paths are checked like a Write;
+- a literal naming a secret file (`.env`, `~/.ssh/...`) gates the call (it reads it);
+- decoding and executing (`b64decode` with `exec`/`eval`) is gated outright.
+
+The same applies to code fed on stdin by a heredoc or here-string. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from massgen_mcp.hook.lexer import UNKNOWN
+from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.scope import Scope, secret_kind
+from massgen_mcp.hook.shell import SimpleCommand
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# program -> the options whose next argument (or attached value) is code
+_CODE_FLAGS: dict[str, tuple[str, ...]] = {
+    "python": ("-c",), "perl": ("-e", "-E"), "ruby": ("-e",), "node": ("-e", "--eval", "-p",
+                                                                       "--print"),
+    "nodejs": ("-e", "--eval", "-p", "--print"), "php": ("-r",), "bun": ("-e", "--eval"),
+    "deno": ("eval",), "lua": ("-e",), "Rscript": ("-e",), "julia": ("-e",),
+    "osascript": ("-e",), "pwsh": ("-c", "-Command"), "powershell": ("-c", "-Command"),
+    "awk": (), "gawk": (), "mawk": (),
+}
+_PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
+_STRING = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
+                     r"|`((?:[^`\\]|\\.)*)`|%x\{([^}]*)\}|qx\{([^}]*)\}", re.S)
+_RUNS_SHELL = re.compile(
+    r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
+    r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
+    r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run)\b|`|%x\{|qx\{")
+_DELETES = re.compile(
+    r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"
+    r"|unlink\w*|rmdir\w*|rmtree|rm\w*|rename\w*|move\w*|delete\w*|truncate\w*|emptyDir\w*)"
+    r"|\b(?:rmtree|rm_rf|rimraf|remove_tree)|\bunlink\b|\.(?:unlink|rmdir|rm|rmSync|rmdirSync|unlinkSync|rmtree)\b)\s*\(?")
+_LITERAL_ARG = re.compile(r"""\(?\s*(?:r|b|f)?(["'])((?:(?!\1).)*)\1""")
+_WRITES = re.compile(r"""\b(?:open|File\.open|fopen)\s*\(\s*(["'])([^"']+)\1\s*,\s*["'][wax+]"""
+                     r"""|\b(?:writeFileSync|appendFileSync|writeFile|appendFile|write_text"""
+                     r"""|write_bytes|file_put_contents|File\.write)\s*\(\s*(["'])([^"']+)\3""")
+_DECODES = re.compile(r"b64decode|base64|atob|Buffer\.from|decode\(|unpack|pack\(", re.I)
+_EVALS = re.compile(r"\b(exec|eval|compile|Function|instance_eval|class_eval)\s*\(")
+
+
+def interpreter(program: str) -> str | None:
+    """The interpreter family of a program name (`python3.12` -> "python"), or None."""
+    if _PYTHON.match(program):
+        return "python"
+    return program if program in _CODE_FLAGS else None
+
+
+def inline_code(cmd: SimpleCommand) -> str | None:
+    """The program text an interpreter command runs inline (flag, awk program or stdin)."""
+    family = interpreter(cmd.program)
+    if family is None:
+        return None
+    if family in ("awk", "gawk", "mawk"):
+        pos = [a for a in cmd.args if not a.startswith("-")]
+        return pos[0] if pos else None
+    flags = _CODE_FLAGS[family]
+    for i, arg in enumerate(cmd.args):
+        if arg in flags:
+            return cmd.args[i + 1] if i + 1 < len(cmd.args) else ""
+        # perl -pe / -lane '...': the cluster ends with the code flag
+        if family in ("perl", "ruby") and re.fullmatch(r"-[a-zA-Z]*[eE]", arg):
+            return cmd.args[i + 1] if i + 1 < len(cmd.args) else ""
+        if arg.startswith(flags) and len(arg) > 2 and not arg.startswith("--") and (
+                family == "python"):
+            return arg[2:]  # python -c'code'
+    if cmd.stdin_code is not None and not [a for a in cmd.args if not a.startswith("-")]:
+        return cmd.stdin_code
+    return None
+
+
+def reads_code_from_stdin(cmd: SimpleCommand) -> bool:
+    """Does this interpreter run whatever arrives on stdin (a pipe feeds it the program)?"""
+    family = interpreter(cmd.program)
+    if family is None or family in ("awk", "gawk", "mawk", "osascript"):
+        return False
+    if "-" in cmd.args:
+        return True
+    if inline_code(cmd) is not None:
+        return False
+    return not any(a in ("-m",) or not a.startswith("-") for a in cmd.args)
+
+
+def code_findings(cmd: SimpleCommand, scope: Scope,
+                  check_line: Callable[[str, Scope], list[Finding]]) -> list[Finding]:
+    """Findings for the inline code of an interpreter command (see the module docstring)."""
+    code = inline_code(cmd)
+    if not code:
+        return []
+    name = cmd.program
+    if UNKNOWN in code:
+        return [Finding("supply_chain", "inline-code",
+                        f"{name} runs code computed at run time; the hook cannot see it")]
+    literals = [next(g for g in m.groups() if g is not None) for m in _STRING.finditer(code)]
+    out: list[Finding] = []
+    if _RUNS_SHELL.search(code):
+        for line in [*literals, " ".join(literals)]:
+            out.extend(check_line(line, scope))
+        if not literals:
+            out.append(Finding("supply_chain", "inline-code",
+                               f"{name} code runs a command the hook cannot see"))
+    for m in _DELETES.finditer(code):
+        arg = _LITERAL_ARG.match(code, m.end())
+        target = arg.group(2) if arg else None
+        finding = (scope.delete_finding(target) if target else Finding(
+            "destruction", "inline-delete",
+            f"{name} code calls {m.group(0).strip('( ')} on a path the hook cannot see"))
+        if finding:
+            out.append(finding)
+    for m in _WRITES.finditer(code):
+        finding = scope.write_finding(m.group(2) or m.group(4), verb=f"{name} code writes")
+        if finding:
+            out.append(finding)
+    for literal in literals:
+        kind = secret_kind(literal) if "\n" not in literal else None
+        if kind:
+            out.append(Finding("secrets", "print-secret",
+                               f"{name} code reads {literal}, {kind}"))
+    if _DECODES.search(code) and _EVALS.search(code):
+        out.append(Finding("supply_chain", "inline-code",
+                           f"{name} code decodes and runs hidden code"))
+    return out
