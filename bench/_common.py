@@ -12,8 +12,8 @@ model's CPU with ours. A real provider is remote; a process on the other core is
 Every model named ``bench-<n>`` plays `consensus_agent`: answer, then vote for agent1, then
 (when it won) present ``final for <task>``; ``benchtool-<n>`` first calls the
 ``mcp__t__echo`` tool once before its first answer. ``python bench/_common.py provider`` is
-the child's entry point (a line protocol on stdin/stdout: ``latency S``, ``count``,
-``errors``, ``reset``; EOF stops it).
+the child's entry point (a line protocol on stdin/stdout: ``latency S``, ``jitter S``,
+``count``, ``errors``, ``reset``; EOF stops it).
 """
 
 from __future__ import annotations
@@ -215,6 +215,10 @@ class ProviderProcess:
         self._latency = seconds
         self._ask(f"latency {seconds}")
 
+    def set_jitter(self, seconds: float) -> None:
+        """Add a random delay, uniform in [0, seconds], to every reply (0: none)."""
+        self._ask(f"jitter {seconds}")
+
     def count(self) -> int:
         """HTTP requests the provider received since the last `reset()`."""
         return int(self._ask("count"))
@@ -273,15 +277,18 @@ def _serve_provider() -> None:
             if cmd == "latency":
                 p.latency = float(arg)
                 out = "ok"
+            elif cmd == "jitter":
+                p.jitter = float(arg)
+                out = "ok"
             elif cmd == "count":
                 out = str(len(p.requests))
             elif cmd == "errors":
                 out = json.dumps([repr(e) for e in p.script_errors])
             elif cmd == "reset":  # forget what was received, keep the scripts and latency
-                latency = p.latency
+                latency, jitter = p.latency, p.jitter
                 p.reset()
                 _install(p)
-                p.latency = latency
+                p.latency, p.jitter = latency, jitter
                 out = "ok"
             else:
                 out = f"unknown command {cmd!r}"

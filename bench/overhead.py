@@ -2,7 +2,8 @@
 
     python bench/overhead.py [--runs 5] [--latency 0,0.2] [--agents 3,16] [--mixed]
                              [--tool-runs 3] [--tool-latency 0.2] [--no-tools]
-                             [--no-tracemalloc] [--state-dir DIR] [--profile]
+                             [--calls-agents 3,5,8] [--jitter 0,0.15] [--calls-runs 5]
+                             [--no-calls] [--no-tracemalloc] [--state-dir DIR] [--profile]
 
 Runs teams of scripted agents (answer, vote for agent1, the winner presents) through
 `massgen_mcp.runs.engine.Engine` against the loopback scripted provider, which runs in its own
@@ -33,6 +34,15 @@ Columns:
 Goals (issue 2): wall <= 1.10 x ideal for 3 agents at L = 200 ms; < 50 ms of orchestration
 per run at L = 0 (the `outside` column; wall at L = 0 also includes the SDKs' and the loopback
 HTTP's work for every call).
+
+Calls per run (issue 11): teams of 3, 5 and 8 at L = 200 ms, with every reply's latency
+jittered by up to `--jitter` seconds (answers then land up to 150 ms apart, as with real
+providers), with the first-answer wait on (the default) and off (MassGen's behaviour: an agent
+that answered first starts its next turn at once, and that call is cancelled when the next
+first answer lands). Columns: calls per run (median and max; cancelled calls included), the
+cancelled calls, restarts, the wall time (the wait must not lengthen it) and the cost per
+run had the agents been gpt-5-mini at its list price (the scripted models are free). Goal:
+2N+1 calls and no cancelled call in the jittered common case.
 
 Tool servers (issue 4): the same 3-agent run where every agent's backend has one stdio MCP
 server (tests/tool_server.py), with the agents not calling it and with each calling it once
@@ -180,6 +190,8 @@ class Sample:
     setup: float  # engine.run() called -> run_started (team, backends, tool servers)
     teardown: float  # run_finished -> engine.run() returned (tool servers, backends, record)
     processes: int = 0
+    output_tokens: int = 0
+    cancelled: int = 0
 
 
 def _cpu() -> float:
@@ -221,7 +233,8 @@ async def _run_once(engine: Engine, team: Team, provider: ProviderProcess, log: 
     return Sample(wall=t1 - t0, outside=(t1 - t0) - log.busy(t0, t1), cpu=cpu,
                   status=result.status, calls=result.totals.provider_calls,
                   requests=provider.count(), input_tokens=result.totals.input_tokens,
-                  restarts=result.totals.restarts,
+                  restarts=result.totals.restarts, output_tokens=result.totals.output_tokens,
+                  cancelled=result.totals.cancelled_calls,
                   call_excess=median(log.completed) - provider.latency,
                   setup=marks["run_started"] - t0, teardown=t1 - marks["run_finished"],
                   processes=sampler.peak if sampler else 0)
@@ -314,6 +327,45 @@ async def _tools(engine: Engine, provider: ProviderProcess, log: _CallLog, *, la
             "variants": rows}
 
 
+# ---------------------------------------------------------------------------- calls
+
+
+async def _calls(engine: Engine, provider: ProviderProcess, log: _CallLog, *, sizes: list[int],
+                 jitters: list[float], runs: int) -> list[dict[str, Any]]:
+    from massgen_mcp.config.prices import price_for
+
+    price = price_for("openai", "gpt-5-mini")
+    assert price is not None
+    provider.latency = 0.2
+    rows = []
+    for n in sizes:
+        for jitter in jitters:
+            provider.set_jitter(jitter)
+            for wait in (True, False):
+                team = _team(provider, n, ["openai"],
+                             **({} if wait else {"first_answer_wait_seconds": 0}))
+                await _run_once(engine, team, provider, log, "warm-up")
+                got: list[Sample] = []
+                costs: list[float] = []
+                for i in range(runs):
+                    sample = await _run_once(engine, team, provider, log, f"task {i}")
+                    got.append(sample)
+                    costs.append(price.cost(sample.input_tokens, sample.output_tokens))
+                rows.append({
+                    "agents": n, "jitter_s": jitter, "first_answer_wait": wait,
+                    "ideal_calls": 2 * n + 1,
+                    "calls_median": median([s.calls for s in got]),
+                    "calls_max": max(s.calls for s in got),
+                    "cancelled_max": max(s.cancelled for s in got),
+                    "restarts_median": median([s.restarts for s in got]),
+                    "wall_s": round(median([s.wall for s in got]), 4),
+                    "cost_usd_gpt5mini": round(median(costs), 6)})
+                print(f"  done: calls, {n} agents, jitter {jitter:g}s, wait "
+                      f"{'on' if wait else 'off'}", file=sys.stderr, flush=True)
+    provider.set_jitter(0)
+    return rows
+
+
 # ---------------------------------------------------------------------------- profile
 
 
@@ -361,6 +413,10 @@ async def main(args: argparse.Namespace) -> None:
                                               memory=not args.no_tracemalloc))
                     print(f"  done: {n} agents, {'+'.join(wires)}, L={latency:g}s",
                           file=sys.stderr, flush=True)
+        calls = []
+        if not args.no_calls:
+            calls = await _calls(engine, provider, log, sizes=args.calls_agents,
+                                 jitters=args.jitter, runs=args.calls_runs)
         tools = None
         if not args.no_tools:
             tools = await _tools(engine, provider, log, latency=args.tool_latency,
@@ -394,6 +450,22 @@ async def main(args: argparse.Namespace) -> None:
                   f"agents, L = 0): {r['outside_s'] * 1000:.0f} ms outside provider calls, "
                   f"{r['wall_s'] * 1000:.0f} ms wall -> "
                   f"{'met' if r['outside_s'] < GOAL_ORCHESTRATION_S else 'NOT met'}")
+    if calls:
+        print(f"\nCalls per run (L = 200 ms plus jitter, medians of {args.calls_runs} runs; "
+              "cost had every agent been gpt-5-mini)")
+        print_table(
+            ["agents", "jitter", "first-answer wait", "calls (max)", "ideal 2N+1",
+             "cancelled (max)", "restarts", "wall", "cost / run"],
+            [[r["agents"], f"{r['jitter_s'] * 1000:.0f} ms",
+              "on" if r["first_answer_wait"] else "off",
+              f"{r['calls_median']:g} ({r['calls_max']})", r["ideal_calls"],
+              r["cancelled_max"], f"{r['restarts_median']:g}", f"{r['wall_s'] * 1000:.0f} ms",
+              f"${r['cost_usd_gpt5mini']:.5f}"] for r in calls])
+        common = [r for r in calls if r["first_answer_wait"] and r["jitter_s"] > 0]
+        ok = all(r["calls_max"] == r["ideal_calls"] and r["cancelled_max"] == 0 for r in common)
+        goals["calls_2n_plus_1_jittered"] = ok
+        print(f"goal: 2N+1 calls and no cancelled call with jitter and the wait on -> "
+              f"{'met' if ok else 'NOT met'}")
     if tools:
         print(f"\nAgent tool servers (3 agents, L = {tools['latency_s'] * 1000:.0f} ms, medians "
               f"of {tools['runs']} interleaved runs; one tool server alone starts in "
@@ -408,8 +480,8 @@ async def main(args: argparse.Namespace) -> None:
         print(f"goal: tool servers add <= one server start-up: +{extra * 1000:.0f} ms vs "
               f"{tools['server_startup_s'] * 1000:.0f} ms -> "
               f"{'met' if extra <= tools['server_startup_s'] else 'NOT met'}")
-    print_json("overhead", {"load_before": load_before, "rows": rows, "tools": tools,
-                            "goals": goals})
+    print_json("overhead", {"load_before": load_before, "rows": rows, "calls": calls,
+                            "tools": tools, "goals": goals})
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -426,6 +498,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tool-runs", type=int, default=3, help="runs per tool-server variant")
     p.add_argument("--tool-latency", type=float, default=0.2,
                    help="per-call latency for the tool-server benchmark (default 0.2)")
+    p.add_argument("--calls-agents", type=_ints, default=[3, 5, 8],
+                   help="team sizes for the calls-per-run benchmark (default 3,5,8)")
+    p.add_argument("--jitter", type=_floats, default=[0.0, 0.15],
+                   help="reply latency jitters for the calls benchmark (default 0,0.15)")
+    p.add_argument("--calls-runs", type=int, default=5, help="runs per calls configuration")
+    p.add_argument("--no-calls", action="store_true", help="skip the calls-per-run benchmark")
     p.add_argument("--state-dir", default=None,
                    help="directory to hold the run records (default: the system temp dir); "
                         "status.json writes cost what this file system charges for them")

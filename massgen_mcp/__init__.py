@@ -56,7 +56,8 @@ async def run(
 
         for note in chosen.notes:
             logging.getLogger("massgen_mcp").warning("%s", note)
-    return await app.consensus(chosen, task, context=app.context_for(context, files)).start()
+    context = app.context_for(context, files, trusted=True)  # the caller is the operator
+    return await app.consensus(chosen, task, context=context).start()
 
 
 def run_sync(task: str, **kwargs: Any) -> RunResult:

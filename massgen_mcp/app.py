@@ -11,9 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from massgen_mcp.config.choose import MCP, Vocabulary, auto_team_models, resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.team import Team
+from massgen_mcp.config.trust import TeamPolicy
 from massgen_mcp.errors import InputError
 from massgen_mcp.inputs import join_context, read_context_files
 from massgen_mcp.paths import state_dir
@@ -30,10 +33,19 @@ class App:
         env: Environment | None = None,
         cwd: Path | None = None,
         vocabulary: Vocabulary = MCP,
+        team_policy: TeamPolicy | None = None,
+        allow_secret_files: bool = False,
+        allow_cli_agents: bool = False,
     ) -> None:
         #: How this caller names its arguments in messages (CLI flags, tool arguments, ...).
         self.vocabulary = vocabulary
         self.cwd = (cwd or Path.cwd()).resolve()
+        #: What teams named by tool calls may be (the operator's own choices are trusted).
+        self.team_policy = team_policy or TeamPolicy.create(
+            operator_teams=[default_team, checkpoint_team])
+        self.allow_secret_files = allow_secret_files
+        #: May a tool call's `models` (or a restricted team file) start a coding-agent CLI?
+        self.allow_cli_agents = allow_cli_agents
         self.env = env or Environment(dotenv_dir=self.cwd)
         self.engine = Engine(state or state_dir(cwd=self.cwd), self.env)
         self.default_team = default_team
@@ -55,9 +67,13 @@ class App:
         max_answers_per_agent: int | None = None,
         timeout_s: float | None = None,
         max_total_tokens: int | None = None,
+        from_tool: bool = False,
     ) -> Team:
         """The team a call runs on: `models`, else `team`, else the server's default team,
-        else one built from the keys that are set, local servers, or sampling."""
+        else one built from the keys that are set, local servers, or sampling.
+
+        `from_tool`: `team` is a tool argument, so it is held to `team_policy`
+        (config/trust.py); files are read and parsed in a worker thread either way."""
         words = self.vocabulary
         if timeout_s is not None and timeout_s <= 0:
             raise InputError(f"{words.timeout} must be a positive number of seconds")
@@ -69,16 +85,58 @@ class App:
             from massgen_mcp.config.local import local_models, local_team_models
 
             extra = local_team_models(await local_models(self.env))
-        chosen = resolve_team(models=models, team=team, default_team=default_team,
-                              env=self.env, sampling_available=sampling_available,
-                              extra_models=extra, vocabulary=words)
+        if from_tool and team and not models:
+            chosen = await self._tool_team(team)
+        else:
+            chosen = await anyio.to_thread.run_sync(lambda: resolve_team(
+                models=models, team=team, default_team=default_team, env=self.env,
+                sampling_available=sampling_available, extra_models=extra,
+                vocabulary=words))
+            if from_tool and models:
+                self._check_cli_agents(chosen, "models")
         return chosen.with_overrides(
             max_new_answers_per_agent=max_answers_per_agent,
             orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens)
 
-    def context_for(self, context: str | None, files: list[str] | None) -> str | None:
-        """The call's context text followed by the files it names (read and size-checked)."""
-        return join_context(context, read_context_files(files or [], self.cwd))
+    async def _tool_team(self, name: str) -> Team:
+        from massgen_mcp.config.load import load_team, team_from_data
+        from massgen_mcp.config.trust import check_restricted, resolve_team_argument
+        from massgen_mcp.config.yaml_file import read_yaml_async
+
+        source = resolve_team_argument(name, self.team_policy, self.cwd)
+        if source.path is None:  # bundled, or the operator's own --team value
+            return await anyio.to_thread.run_sync(lambda: load_team(source.name, self.env))
+        path = source.path
+        data = await read_yaml_async(path, regular_only=True)
+        if source.restricted:
+            check_restricted(data, path.name)
+        chosen = team_from_data(data, path.name, self.env, name=path.stem)
+        if source.restricted:
+            self._check_cli_agents(chosen, path.name)
+        return chosen
+
+    def _check_cli_agents(self, team: Team, where: str) -> None:
+        """A coding-agent CLI is a process with the user's login and tools: a tool call may
+        only start one from a team the operator chose, unless they said otherwise."""
+        from massgen_mcp.backends.cli import CLI_WIRES
+
+        cli = [a.id for a in team.agents if a.provider.wire in CLI_WIRES]
+        if cli and not self.allow_cli_agents:
+            raise InputError(
+                f"{where}: {', '.join(cli)} would start a coding-agent CLI, which a tool call "
+                "may only do through a bundled team, the server's --team or a --team-dir "
+                "file; start the server with --allow-cli-agents to allow it")
+
+    def context_for(self, context: str | None, files: list[str] | None,
+                    trusted: bool = False) -> str | None:
+        """The call's context text followed by the files it names (read and size-checked;
+        secret files refused unless the operator allowed them or typed the paths (`trusted`),
+        contents redacted)."""
+        from massgen_mcp.redaction import Redactor, configured_secrets
+
+        text = read_context_files(files or [], self.cwd,
+                                  allow_secrets=self.allow_secret_files or trusted)
+        return join_context(context, Redactor(configured_secrets(env=self.env)).text(text))
 
     def reviewer_team_name(self, models: str | None, team: str | None) -> str | None:
         """The checkpoint reviewer team: the call's, else --checkpoint-team, else bundled."""

@@ -1,4 +1,6 @@
-"""Files given to a run as context: read safely, bounded, never outside the working directory."""
+"""Files given to a run as context: read safely, bounded, never outside the working directory,
+and never a secret (`.env`, keys, credential stores: what the PreToolUse hook protects) unless
+the operator allowed it; the contents are sent to every provider of the team."""
 
 from __future__ import annotations
 
@@ -9,15 +11,20 @@ from massgen_mcp.errors import InputError
 MAX_FILE_BYTES = 200_000
 MAX_TOTAL_BYTES = 600_000
 MAX_FILES = 20
+SECRET_FILES_FLAG = "--allow-secret-files"
 
 
-def read_context_files(paths: list[str], root: Path | None = None) -> str:
+def read_context_files(paths: list[str], root: Path | None = None, *,
+                       allow_secrets: bool = False) -> str:
     """The files as one context block, each under a `=== path ===` header.
 
     Paths are relative to `root` (the server's working directory) and may not leave it,
     not even through a symlink. Binary files and files over the size limits are refused with
-    an error that says which file and why.
+    an error that says which file and why. So are secret-bearing files (the hook's notion of
+    a secret), unless `allow_secrets`.
     """
+    from massgen_mcp.hook.scope import secret_kind
+
     if not paths:
         return ""
     if len(paths) > MAX_FILES:
@@ -27,10 +34,18 @@ def read_context_files(paths: list[str], root: Path | None = None) -> str:
     for raw in paths:
         if not isinstance(raw, str) or not raw.strip():
             raise InputError("files: every entry must be a non-empty path string")
+        if "\x00" in raw:
+            raise InputError(f"files: {raw!r} contains a NUL character (\\0); give a plain "
+                             "path")
         target = (base / raw).resolve()
         if not target.is_relative_to(base):
             raise InputError(f"files: '{raw}' is outside the working directory {base}; "
                              "give a path inside it")
+        kind = None if allow_secrets else (secret_kind(str(target)) or secret_kind(raw))
+        if kind:
+            raise InputError(f"files: '{raw}' is {kind}, which is never sent to the models; "
+                             "pass the non-secret parts in 'context', or start the server with "
+                             f"{SECRET_FILES_FLAG}")
         if not target.is_file():
             what = "a directory" if target.is_dir() else "not found"
             raise InputError(f"files: '{raw}' is {what} (paths are relative to {base})")

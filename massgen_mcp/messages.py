@@ -33,13 +33,15 @@ class ToolCall:
 
     ``arguments`` is the parsed JSON object. When the model sent arguments that are not a
     JSON object, ``arguments`` is empty and ``arguments_error`` says what was wrong, so the
-    caller can answer with a tool error instead of crashing.
+    caller can answer with a tool error instead of crashing. ``repaired`` names what had to be
+    fixed to read sloppy JSON (a code fence, single quotes, ...), for the run record.
     """
 
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
     arguments_error: str | None = None
+    repaired: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +59,15 @@ class Message:
 
 @dataclass(slots=True)
 class Usage:
+    """Tokens and provider calls. A cancelled call is still a call (the provider computed and
+    billed it); when the provider reported nothing, its prompt tokens are estimated and the
+    estimate is also counted in `estimated_input_tokens`."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
+    cancelled_calls: int = 0
+    estimated_input_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -69,6 +77,8 @@ class Usage:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.calls += other.calls
+        self.cancelled_calls += other.cancelled_calls
+        self.estimated_input_tokens += other.estimated_input_tokens
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ an explicit ``--state-dir``, ``$MASSGEN_MCP_HOME``, or ``.massgen`` in the worki
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -31,3 +32,38 @@ def plans_dir(base: Path) -> Path:
 
 def checkpoints_dir(base: Path) -> Path:
     return base / "checkpoints"
+
+
+def config_home() -> Path:
+    """This user's massgen-mcp config directory (outside any repository)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "massgen-mcp"
+
+
+def user_teams_dir() -> Path:
+    """Team files the user keeps for every project; tool calls may name them."""
+    return config_home() / "teams"
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Replace `path` with `data` so that a reader sees the old file or the new one, never
+    half of one, even after a crash: write a temporary file beside it, fsync, rename.
+
+    Text is UTF-8; a lone surrogate (from a provider's `"\\ud800"`) becomes `?` rather than
+    failing the write, because a record that cannot be written is a run that never ends.
+    """
+    import tempfile
+
+    target = Path(path)
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "replace")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,10 +1,152 @@
-"""Shapes of provider API keys, redacted from anything we write or show even when the key
-itself was not known to us (defence in depth; known keys are replaced verbatim first)."""
+"""The one redaction every sink uses: run records, tool-server logs, plans, checkpoint records,
+CLI output and tool results.
+
+A `Redactor` knows the configured keys and replaces with `***`:
+
+- each key exactly, and its URL-encoded and JSON-escaped forms (a key in a query string or a
+  logged request body);
+- any piece of 8 or more characters of a key (a truncated or wrapped key in an error text);
+- anything shaped like a provider key even when we were never told the key (defence in depth).
+
+It also makes text safe to store: a lone surrogate (a provider can send `"\\ud800"`) becomes
+U+FFFD, so no record fails to encode.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus
+
+if TYPE_CHECKING:
+    from massgen_mcp.config.team import Team
 
 KEY_SHAPES = re.compile(
     r"\b(?:sk-ant-[A-Za-z0-9_-]{16,}|sk-[A-Za-z0-9_*-]{8,}|AIza[0-9A-Za-z_-]{20,}|"
     r"xai-[A-Za-z0-9]{8,}|gsk_[A-Za-z0-9]{8,})")
+MASK = "***"
+PIECE = 8  # the shortest run of a key's characters that is redacted on its own
+_CACHE_FROM = 256  # strings this long are remembered once redacted
+_CACHE_SIZE = 512
+_MIN_SECRET = 6  # shorter values (a port, "none") would redact ordinary text
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Variables in a tool server's `env` whose values are secrets (also redacted in its logs).
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
+
+
+def safe_text(s: str) -> str:
+    """`s` with lone surrogates replaced, so it encodes as UTF-8."""
+    return _SURROGATE.sub("\ufffd", s)
+
+
+class Redactor:
+    """Replaces configured keys (whole, encoded, or any 8+ character piece) and key-shaped
+    strings with `***`."""
+
+    def __init__(self, secrets: Iterable[str] | None = None) -> None:
+        keys = {k for k in (secrets or ()) if isinstance(k, str) and len(k) >= _MIN_SECRET}
+        self.secrets = frozenset(keys)
+        forms: set[str] = set()
+        for k in keys:
+            forms |= {k, quote(k, safe=""), quote_plus(k), json.dumps(k)[1:-1]}
+        self.known = sorted(forms, key=len, reverse=True)
+        self._cache: dict[str, str] = {}
+        self._grams = {f[i:i + PIECE] for f in forms if len(f) >= PIECE
+                       for i in range(len(f) - PIECE + 1)}
+        # Pieces can only lie in runs of the keys' own characters: find those runs first
+        # (fast, in the regex engine), then look their 8-character windows up in a set.
+        alphabet = "".join(sorted({c for g in self._grams for c in g}))
+        self._runs = re.compile(f"[{re.escape(alphabet)}]{{{PIECE},}}") if alphabet else None
+
+    def extended(self, more: Iterable[str]) -> Redactor:
+        """A redactor for these secrets and `more`."""
+        return Redactor([*self.secrets, *more])
+
+    def text(self, s: str) -> str:
+        if len(s) < _CACHE_FROM:
+            return self._text(s)
+        # status.json is rewritten with the same long answers many times in a run.
+        done = self._cache.get(s)
+        if done is None:
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            done = self._cache[s] = self._text(s)
+        return done
+
+    def _text(self, s: str) -> str:
+        s = safe_text(s)
+        for k in self.known:
+            if k in s:
+                s = s.replace(k, MASK)
+        if self._runs is not None:
+            s = self._mask_pieces(s)
+        return KEY_SHAPES.sub(MASK, s)
+
+    def _mask_pieces(self, s: str) -> str:
+        assert self._runs is not None
+        spans: list[list[int]] = []
+        grams = self._grams
+        for run in self._runs.finditer(s):
+            token, base = run.group(), run.start()
+            for i in range(len(token) - PIECE + 1):
+                if token[i:i + PIECE] in grams:
+                    start, end = base + i, base + i + PIECE
+                    if spans and start <= spans[-1][1]:
+                        spans[-1][1] = end
+                    else:
+                        spans.append([start, end])
+        if not spans:
+            return s
+        out, at = [], 0
+        for start, end in spans:
+            out += [s[at:start], MASK]
+            at = end
+        out.append(s[at:])
+        return "".join(out)
+
+    def json(self, obj: Any, **dumps: Any) -> str:
+        """`obj` as JSON text, redacted (the form every record file is written in)."""
+        return json.dumps(self.value(obj), ensure_ascii=False, **dumps)
+
+    def value(self, obj: Any) -> Any:
+        """A JSON-like value with every string redacted (keys of mappings included); other
+        objects become their redacted `str()`."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, Mapping):
+            return {self.value(k): self.value(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple):
+            return [self.value(v) for v in obj]
+        if obj is None or isinstance(obj, bool | int | float):
+            return obj
+        return self.text(str(obj))
+
+
+def configured_secrets(team: Team | None = None, env: Mapping[str, str] | None = None
+                       ) -> list[str]:
+    """Every key this process was configured with: the team's API keys, the provider key
+    variables of the environment, and the secret-named `env` of the team's tool servers."""
+    from massgen_mcp.config.providers import PROVIDERS
+
+    found: list[str] = []
+    if env is not None:
+        for provider in PROVIDERS.values():
+            for name in provider.key_env:
+                value = env.get(name)
+                if value:
+                    found.append(value)
+    if team is not None:
+        for agent in team.agents:
+            if agent.api_key is not None:
+                found.append(agent.api_key.get_secret_value())
+            for server in agent.backend.servers():
+                found += [v for k, v in server.env.items() if _SECRET_NAME.search(k)]
+                found += [v for k, v in server.headers.items() if _SECRET_NAME.search(k)]
+    return found
+
+
+def redact_text(text: str, secrets: Iterable[str]) -> str:
+    """One-off redaction of `text` (for callers that hold only a key or two)."""
+    return Redactor(secrets).text(text)

@@ -11,12 +11,19 @@ formats for the real SDKs to work against it unchanged:
 
 The model name in a request selects a *script*: a function of the parsed request
 (`ScriptRequest`, the same neutral view whatever the wire format) that returns a reply
-(`Text`, `ToolCalls`, `Error`, `Delay`, `Hang`). A model with no script gets a wire-shaped
+(`Text`, `ToolCalls`, `Error`, `Delay`, `Hang`, `Raw`). A model with no script gets a wire-shaped
 404 "model not found". Only the model is fake: sockets, HTTP, JSON and the SDKs are real.
 
     with ScriptedProvider() as p:
         p.script("alice", sequence(answer("42"), vote("agent1", "best")))
         team = {"agents": [{"id": "a", "backend": p.backend("anthropic", "alice")}]}
+
+Misbehaving models and servers (see "misbehaviours" below): scripts that never vote or repeat
+their answer, sloppy JSON arguments (code fences, raw control characters, single quotes),
+vote labels such as ``Agent 1``, calls written as text, the same call twice in one reply,
+huge answers; `Raw` sends any 200 body (HTML, a list, ``message: null``); `strict_content`
+answers a replayed assistant message with ``content: null`` the way llama.cpp's server does
+(HTTP 500); `jitter` adds a random delay of up to that many seconds to every reply.
 
 The server runs in a background thread with its own event loop, so it serves sync and
 async tests alike; stopping it releases hanging and delayed replies first, so it never
@@ -43,6 +50,7 @@ import contextlib
 import inspect
 import itertools
 import json
+import random
 import socket
 import threading
 import time
@@ -110,7 +118,16 @@ class Hang:
     """Never answer, until the client disconnects or the server stops."""
 
 
-Reply = Text | ToolCalls | Error | Delay | Hang
+@dataclass(frozen=True)
+class Raw:
+    """Send exactly this body (a malformed reply: an HTML page, a JSON list, a null message)."""
+
+    body: str
+    status: int = 200
+    content_type: str = "application/json"
+
+
+Reply = Text | ToolCalls | Error | Delay | Hang | Raw
 
 
 def answer(text: str) -> ToolCalls:
@@ -136,6 +153,50 @@ def sequence(*replies: Reply) -> Callable[[ScriptRequest], Reply]:
         return replies[min(i, len(replies) - 1)]
 
     return script
+
+
+# ---------------------------------------------------------------------------- misbehaviours
+
+
+def raw_call(name: str, raw_arguments: str) -> ToolCalls:
+    """One call whose arguments are this exact text (fenced, single-quoted, ... JSON)."""
+    return ToolCalls([Call(name, raw_arguments)])
+
+
+def fenced(arguments: dict[str, Any]) -> str:
+    """Arguments as JSON in a Markdown code fence."""
+    return "```json\n" + json.dumps(arguments) + "\n```"
+
+
+def single_quoted(arguments: dict[str, str]) -> str:
+    """Arguments as a Python dict literal: single-quoted strings."""
+    return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in arguments.items()) + "}"
+
+
+def with_control_characters(arguments: dict[str, str]) -> str:
+    """JSON whose strings hold raw newlines and tabs (strict JSON forbids them)."""
+    return json.dumps(arguments).replace("\\n", "\n").replace("\\t", "\t")
+
+
+def written_call(name: str, arguments: dict[str, Any], prose: str = "Here is my call:") -> Text:
+    """A model without tool calling: the call as JSON text inside prose and a fence."""
+    return Text(f"{prose}\n```json\n{json.dumps({'tool': name, 'arguments': arguments})}\n```")
+
+
+def twice(reply: ToolCalls) -> ToolCalls:
+    """The same call sent twice in one reply."""
+    return ToolCalls([*reply.calls, *reply.calls], reply.text)
+
+
+def never_votes(text: str) -> Callable[[ScriptRequest], Reply]:
+    """A model that re-submits the same answer on every turn and never votes."""
+    return lambda _req: answer(text)
+
+
+def always_new_answer(prefix: str) -> Callable[[ScriptRequest], Reply]:
+    """A model that submits a different answer on every turn and never votes."""
+    counter = itertools.count(1)
+    return lambda _req: answer(f"{prefix} revision {next(counter)}")
 
 
 # ---------------------------------------------------------------------------- requests
@@ -373,6 +434,10 @@ def _error_body(wire: WireName, err: Error, model: str) -> dict[str, Any]:
     return {"error": {"code": err.status, "message": message, "status": kind}}
 
 
+async def _probe(request: Request) -> Response:
+    return Response(status_code=200)
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -387,6 +452,9 @@ class ScriptedProvider:
         self.requests: list[ScriptRequest] = []
         self.script_errors: list[BaseException] = []  # exceptions raised by scripts
         self.latency: float = 0.0
+        self.jitter: float = 0.0  # extra random delay per reply, uniform in [0, jitter]
+        self.strict_content = False  # answer a null assistant content with 500 (llama.cpp)
+        self._random = random.Random(7)
         self.gemini_call_ids = True  # send `id` in Gemini functionCall parts
         self.gemini_thought_signatures = True  # sign the first functionCall part
         # (url, title) pairs a native web search "finds" (see scripted_native)
@@ -437,7 +505,7 @@ class ScriptedProvider:
 
     def script(self, model: str, fn: Script | Reply) -> None:
         """Play `fn` for requests naming `model` (a bare reply is sent every time)."""
-        if isinstance(fn, Text | ToolCalls | Error | Delay | Hang):
+        if isinstance(fn, Text | ToolCalls | Error | Delay | Hang | Raw):
             reply = fn
             self._scripts[model] = lambda _req: reply
         else:
@@ -455,6 +523,9 @@ class ScriptedProvider:
             self.requests.clear()
             self.script_errors.clear()
             self.latency = 0.0
+            self.jitter = 0.0
+            self.strict_content = False
+            self._random.seed(7)
             self.web_sources = []
 
     def wait_for_sync(
@@ -537,7 +608,9 @@ class ScriptedProvider:
     async def _serve(self, ready: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"])])
+        app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"]),
+                                # Claude Code probes the base URL with HEAD / first
+                                Route("/{path:path}", _probe, methods=["HEAD", "GET"])])
         config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=1, log_level="warning")
         self._server = uvicorn.Server(config)
@@ -581,8 +654,15 @@ class ScriptedProvider:
                             {k.lower(): v for k, v in request.headers.items()}, body,
                             stream=stream, path=path, query=dict(request.query_params))
         self._record(req)
+        if self.strict_content and wire == "openai" and any(
+                m.get("role") == "assistant" and m.get("content") is None
+                for m in body.get("messages", [])):
+            # what llama-cpp-python's server answers (its schema wants a string)
+            return JSONResponse({"error": {"message": "content: Input should be a valid string",
+                                           "type": "internal_server_error"}}, 500)
         reply = await self._run_script(req)
-        if self.latency and not await self._pause(request, req, self.latency):
+        delay = self.latency + (self._random.uniform(0, self.jitter) if self.jitter else 0.0)
+        if delay and not await self._pause(request, req, delay):
             return Response(status_code=503)
         while isinstance(reply, Delay | Hang):
             seconds = reply.seconds if isinstance(reply, Delay) else None
@@ -592,6 +672,8 @@ class ScriptedProvider:
         if isinstance(reply, Error):
             return JSONResponse(_error_body(wire, reply, model), reply.status,
                                 headers=reply.headers)
+        if isinstance(reply, Raw):
+            return Response(reply.body, reply.status, media_type=reply.content_type)
         return self._render(req, reply)
 
     async def _run_script(self, req: ScriptRequest) -> Reply:
@@ -605,7 +687,7 @@ class ScriptedProvider:
         except Exception as e:  # a broken script is a test bug: report it loudly
             self.script_errors.append(e)
             return Error(500, f"script for {req.model!r} raised {e!r}")
-        if not isinstance(reply, Text | ToolCalls | Error | Delay | Hang):
+        if not isinstance(reply, Text | ToolCalls | Error | Delay | Hang | Raw):
             self.script_errors.append(TypeError(f"script returned {reply!r}"))
             return Error(500, f"script for {req.model!r} returned {type(reply).__name__}")
         return reply
@@ -697,8 +779,11 @@ class ScriptedProvider:
     def _render_anthropic(self, req: ScriptRequest, text: str, calls: list[Call],
                           ids: list[int], usage: tuple[int, int]) -> Response:
         if req.stream:
-            return JSONResponse(_error_body("anthropic", Error(
-                400, "the scripted provider does not stream Anthropic replies"), req.model), 400)
+            from scripted_anthropic_stream import anthropic_stream
+
+            return anthropic_stream(req.model, f"msg_{next(self._ids):06d}", text, [
+                (f"toolu_{i:06d}", c.name, _loads(c.arguments))
+                for c, i in zip(calls, ids, strict=True)], usage)
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         search = self._searched(req)
         if search:

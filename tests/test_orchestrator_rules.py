@@ -93,7 +93,10 @@ async def test_a_vote_on_a_stale_view_is_ignored_and_the_agent_looks_again(
     functions["a"], functions["b"] = a, b
     engine = Engine(tmp_path / ".massgen", Environment({}))
     with anyio.fail_after(30):
-        result = await engine.run(team("a", "b"), "task", listener=listener)
+        # MassGen's behaviour (no first-answer wait): a answers and votes before b's first
+        # answer exists.
+        result = await engine.run(team("a", "b", first_answer_wait_seconds=0), "task",
+                                  listener=listener)
 
     ignored = [e for e in events if e["kind"] == "vote_ignored"]
     assert [e["agent"] for e in ignored] == ["a"]
@@ -126,7 +129,7 @@ async def test_a_new_answer_clears_the_votes_cast_before_it(
         return call.vote("agent2", "mine")
 
     functions["a"], functions["b"] = a, b
-    result = await run(tmp_path, team("a", "b"), events)
+    result = await run(tmp_path, team("a", "b", first_answer_wait_seconds=0), events)
 
     kinds = [e["kind"] for e in events]
     first_vote = kinds.index("vote")

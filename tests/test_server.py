@@ -244,6 +244,9 @@ async def test_list_backends_never_shows_a_key(tmp_path: Path) -> None:
         anthropic = next(p for p in r.structured_content["providers"]
                          if p["provider"] == "claude")
         assert "ANTHROPIC_API_KEY" in anthropic["fix"]
+        prices = r.structured_content["prices"]
+        assert prices["openai"] and r.structured_content["prices_as_of"]
+        assert all(p["input_per_mtok"] >= 0 for p in prices["openai"].values())
 
 
 async def test_finished_runs_survive_a_restart_and_live_ones_become_interrupted(

@@ -47,6 +47,9 @@ _REGISTRY: dict[str, str] = {
     "gemini": "massgen_mcp.backends.gemini:GeminiBackend",
     "sampling": "massgen_mcp.backends.sampling:SamplingBackend",
     "function": "massgen_mcp.backends.function:FunctionBackend",
+    "claude_code": "massgen_mcp.backends.cli.claude_code:ClaudeCodeBackend",
+    "codex": "massgen_mcp.backends.cli.codex:CodexBackend",
+    "gemini_cli": "massgen_mcp.backends.cli.gemini_cli:GeminiCliBackend",
 }
 
 

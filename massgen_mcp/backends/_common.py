@@ -4,15 +4,18 @@ messages, so every backend fails the same way and no message ever carries a key.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from massgen_mcp.backends.lenient_json import loads_lenient
 from massgen_mcp.config.providers import provider_for_base_url
 from massgen_mcp.errors import BackendError, PermanentBackendError, TransientBackendError
-from massgen_mcp.redaction import KEY_SHAPES
+from massgen_mcp.messages import ToolCall
+from massgen_mcp.redaction import redact_text
 
 if TYPE_CHECKING:
     import ssl
@@ -29,11 +32,12 @@ TOOL_ERROR_PREFIX = "Error: "
 def ssl_context() -> ssl.SSLContext:
     """One TLS context for every client: building one loads the trust store, which takes
     ~0.1 s of blocking CPU, and each SDK client would otherwise build its own."""
-    try:
-        import httpx2 as httpx_module  # what the current SDKs use (honours SSL_CERT_FILE)
+    try:  # httpx2 is what the current SDKs use (it honours SSL_CERT_FILE)
+        httpx_module = importlib.import_module("httpx2")
     except ImportError:
-        import httpx as httpx_module
-    return httpx_module.create_ssl_context()
+        httpx_module = importlib.import_module("httpx")
+    context: ssl.SSLContext = httpx_module.create_ssl_context()
+    return context
 
 
 def new_call_id() -> str:
@@ -43,29 +47,47 @@ def new_call_id() -> str:
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     """Tool-call arguments as a dict, or ``({}, why)`` when they are not a JSON object."""
+    call = tool_call("", "", raw)
+    return call.arguments, call.arguments_error
+
+
+def tool_call(call_id: str, name: str, raw: Any) -> ToolCall:
+    """A `ToolCall` from the provider's raw arguments, read leniently (`lenient_json`): a
+    repaired reading is kept, with what was repaired in `repaired`."""
     if isinstance(raw, dict):
-        return raw, None
+        return ToolCall(call_id, name, raw)
     if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}, None  # a call without arguments
-    value = raw
+        return ToolCall(call_id, name)  # a call without arguments
+    value, note = raw, None
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value, note = loads_lenient(raw)
         except ValueError as e:
-            return {}, f"the arguments are not valid JSON ({e}): {_clip(raw, 200)}"
+            return ToolCall(call_id, name, arguments_error=(
+                f"the arguments are not valid JSON ({e}): {_clip(raw, 200)}"))
     if not isinstance(value, dict):
-        return {}, (f"the arguments must be a JSON object, not {type(value).__name__}: "
-                    f"{_clip(json.dumps(value), 200)}")
-    return value, None
+        return ToolCall(call_id, name, arguments_error=(
+            f"the arguments must be a JSON object, not {type(value).__name__}: "
+            f"{_clip(json.dumps(value, default=str), 200)}"))
+    return ToolCall(call_id, name, value, repaired=note)
+
+
+def count(value: Any) -> int:
+    """A token count from a reply: servers send ints, sometimes strings or null."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    try:
+        return max(int(float(str(value))), 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def redact(text: str, spec: AgentSpec) -> str:
-    """`text` without the agent's API key or anything shaped like a provider key."""
-    if spec.api_key is not None:
-        secret = spec.api_key.get_secret_value()
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return KEY_SHAPES.sub("***", text)
+    """`text` without the agent's API key (whole, encoded or in pieces) or anything shaped
+    like a provider key: the one redaction every sink uses."""
+    return redact_text(text, [spec.api_key.get_secret_value()] if spec.api_key else [])
 
 
 def _clip(text: str, limit: int) -> str:

@@ -16,10 +16,12 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.backends._common import (
+    bad_reply_error,
+    count,
     new_call_id,
-    parse_arguments,
     ssl_context,
     stainless_errors,
+    tool_call,
 )
 from massgen_mcp.backends.native_tools import anthropic_tools, read_anthropic
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
@@ -58,30 +60,11 @@ class AnthropicBackend:
         params = self._params(messages, tools, require_tool)
         with _api_errors(self._spec):
             response = await self._client.messages.create(**params)
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        thinking: list[dict[str, Any]] = []
-        for block in response.content or []:
-            if block.type == "text":
-                texts.append(block.text)
-            elif block.type == "tool_use":
-                args, error = parse_arguments(block.input)
-                calls.append(ToolCall(block.id or new_call_id(), block.name, args, error))
-            elif block.type == "thinking":
-                thinking.append(
-                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature})
-            elif block.type == "redacted_thinking":
-                thinking.append({"type": "redacted_thinking", "data": block.data})
-        u = response.usage
-        usage = Usage(calls=1)
-        if u is not None:
-            usage.input_tokens = ((u.input_tokens or 0) + (u.cache_read_input_tokens or 0)
-                                  + (u.cache_creation_input_tokens or 0))
-            usage.output_tokens = u.output_tokens or 0
-        data: dict[str, Any] | None = {"wire": _WIRE, "thinking": thinking} if thinking else None
-        if (native := read_anthropic(list(response.content or []), u).as_data()) is not None:
-            data = {**(data or {}), "native": native}  # web searches are billed per call
-        return Turn("".join(texts), tuple(calls), usage, response.stop_reason, data)
+        try:
+            return _read_reply(response)
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
+            # a 200 whose body is not a message (an HTML page, a list, null content)
+            raise bad_reply_error(self._spec, f"{type(e).__name__}: {e}") from None
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -131,6 +114,39 @@ def _blocks(m: Message) -> list[dict[str, Any]]:
     uses = [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
             for c in m.tool_calls]
     return [*thinking, *text, *uses]
+
+
+def _read_reply(response: Any) -> Turn:
+    from anthropic.types import Message as AnthropicMessage
+
+    if not isinstance(response, AnthropicMessage):
+        raise ValueError(f"the body is not a message: {str(response)[:120]!r}")
+    if response.content is None:
+        raise ValueError("the reply's content is null")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    thinking: list[dict[str, Any]] = []
+    for block in response.content or []:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            calls.append(tool_call(block.id or new_call_id(), block.name, block.input))
+        elif block.type == "thinking":
+            thinking.append(
+                {"type": "thinking", "thinking": block.thinking, "signature": block.signature})
+        elif block.type == "redacted_thinking":
+            thinking.append({"type": "redacted_thinking", "data": block.data})
+    u = response.usage
+    usage = Usage(calls=1)
+    if u is not None:
+        usage.input_tokens = (count(u.input_tokens) + count(u.cache_read_input_tokens)
+                              + count(u.cache_creation_input_tokens))
+        usage.output_tokens = count(u.output_tokens)
+    data: dict[str, Any] | None = {"wire": _WIRE, "thinking": thinking} if thinking else None
+    if (native := read_anthropic(list(response.content or []), u).as_data()) is not None:
+        data = {**(data or {}), "native": native}  # web searches are billed per call
+    return Turn("".join(texts), tuple(calls), usage, response.stop_reason, data)
+
 
 
 def _wire_messages(messages: list[Message]) -> list[dict[str, Any]]:

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 from massgen_mcp.backends._common import (
     bad_reply_error,
     connection_error,
+    count,
     new_call_id,
-    parse_arguments,
     ssl_context,
     status_error,
     timeout_error,
+    tool_call,
 )
 from massgen_mcp.backends.native_tools import gemini_tools, read_gemini
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
@@ -80,6 +81,8 @@ def _api_errors(spec: AgentSpec) -> Iterator[None]:
         raise connection_error(spec, str(e)) from None
     except (pydantic.ValidationError, errors.UnknownApiResponseError) as e:
         raise bad_reply_error(spec, str(e).splitlines()[0]) from None
+    except (ValueError, TypeError, AttributeError, KeyError) as e:  # a 200 that is not JSON
+        raise bad_reply_error(spec, f"{type(e).__name__}: {e}") from None
 
 
 class GeminiBackend:
@@ -119,44 +122,10 @@ class GeminiBackend:
         with _api_errors(self._spec):
             response = await self._client.aio.models.generate_content(
                 model=self.model, contents=contents, config=config)
-        usage = Usage(calls=1)
-        meta = response.usage_metadata
-        if meta is not None:
-            usage.input_tokens = meta.prompt_token_count or 0
-            usage.output_tokens = (meta.candidates_token_count or 0) + (
-                meta.thoughts_token_count or 0)
-        if not response.candidates:
-            feedback = response.prompt_feedback
-            reason = feedback.block_reason if feedback is not None else None
-            return Turn(usage=usage, stop_reason=f"blocked: {_name(reason)}" if reason else None)
-        candidate = response.candidates[0]
-        parts = (candidate.content.parts if candidate.content else None) or []
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        for part in parts:
-            if part.text and not part.thought:
-                texts.append(part.text)
-            if part.function_call is not None:
-                fc = part.function_call
-                args, error = parse_arguments(fc.args)
-                call_id = fc.id or _GENERATED + new_call_id()
-                calls.append(ToolCall(call_id, fc.name or "", args, error))
-        finish = _name(candidate.finish_reason)
-        if finish in _MALFORMED and not calls:
-            # The Gemini API (unlike Vertex) gives no finish message, so the name may be lost.
-            message = candidate.finish_message or ""
-            match = _API_CALL.search(message) or _CALLED_NAME.search(message.partition(":")[2])
-            calls.append(ToolCall(
-                _GENERATED + new_call_id(), match.group(1) if match else "malformed_function_call",
-                arguments_error=f"the function call was malformed ({finish}): "
-                                f"{message or 'call the tool again with a JSON object'}"))
-        data: dict[str, Any] | None = None
-        if any(p.thought_signature for p in parts):
-            data = {"wire": _WIRE,
-                    "parts": [p.model_dump(mode="json", exclude_none=True) for p in parts]}
-        if (native := read_gemini(candidate, parts).as_data()) is not None:
-            data = {**(data or {}), "native": native}  # grounded searches are billed
-        return Turn("".join(texts), tuple(calls), usage, finish, data)
+        try:
+            return _read_reply(response)
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
+            raise bad_reply_error(self._spec, f"{type(e).__name__}: {e}") from None
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()
@@ -191,7 +160,8 @@ class GeminiBackend:
                     thinking_budget=_BUDGETS.get(level, _MAX_BUDGET))
             else:  # xhigh and max become Gemini's highest level
                 config.thinking_config = types.ThinkingConfig(thinking_level=(
-                    level if level in types.ThinkingLevel.__members__ else "HIGH"))
+                    types.ThinkingLevel[level] if level in types.ThinkingLevel.__members__
+                    else types.ThinkingLevel.HIGH))
         return config
 
 
@@ -219,6 +189,46 @@ def _parts(m: Message) -> list[Any]:
         parts += [types.Part(function_call=types.FunctionCall(
             id=_sent_id(c.id), name=c.name, args=c.arguments)) for c in m.tool_calls]
     return parts
+
+
+def _read_reply(response: Any) -> Turn:
+    usage = Usage(calls=1)
+    meta = response.usage_metadata
+    if meta is not None:
+        usage.input_tokens = count(meta.prompt_token_count)
+        usage.output_tokens = (count(meta.candidates_token_count)
+                               + count(meta.thoughts_token_count))
+    if not response.candidates:
+        feedback = response.prompt_feedback
+        reason = feedback.block_reason if feedback is not None else None
+        return Turn(usage=usage, stop_reason=f"blocked: {_name(reason)}" if reason else None)
+    candidate = response.candidates[0]
+    parts = (candidate.content.parts if candidate.content else None) or []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for part in parts:
+        if part.text and not part.thought:
+            texts.append(part.text)
+        if part.function_call is not None:
+            fc = part.function_call
+            calls.append(tool_call(fc.id or _GENERATED + new_call_id(), fc.name or "", fc.args))
+    finish = _name(candidate.finish_reason)
+    if finish in _MALFORMED and not calls:
+        # The Gemini API (unlike Vertex) gives no finish message, so the name may be lost.
+        message = candidate.finish_message or ""
+        match = _API_CALL.search(message) or _CALLED_NAME.search(message.partition(":")[2])
+        calls.append(ToolCall(
+            _GENERATED + new_call_id(), match.group(1) if match else "malformed_function_call",
+            arguments_error=f"the function call was malformed ({finish}): "
+                            f"{message or 'call the tool again with a JSON object'}"))
+    data: dict[str, Any] | None = None
+    if any(p.thought_signature for p in parts):
+        data = {"wire": _WIRE,
+                "parts": [p.model_dump(mode="json", exclude_none=True) for p in parts]}
+    if (native := read_gemini(candidate, parts).as_data()) is not None:
+        data = {**(data or {}), "native": native}  # grounded searches are billed
+    return Turn("".join(texts), tuple(calls), usage, finish, data)
+
 
 
 def _wire_contents(messages: list[Message]) -> list[Any]:

@@ -18,12 +18,13 @@ from massgen_mcp.backends._common import (
     AZURE_API_VERSION,
     TOOL_ERROR_PREFIX,
     bad_reply_error,
+    count,
     new_call_id,
-    parse_arguments,
     ssl_context,
     stainless_errors,
+    tool_call,
 )
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
 
@@ -73,21 +74,11 @@ class OpenAIChatBackend:
             # its TypedDicts, a third of the SDK's CPU per call, for nothing.
             response = await self._client.post("/chat/completions", body=params,
                                                cast_to=ChatCompletion)
-        if not response.choices:
-            raise bad_reply_error(self._spec, "the reply has no choices")
-        choice = response.choices[0]
-        calls = []
-        for tc in choice.message.tool_calls or []:
-            function = getattr(tc, "function", None)
-            if function is None:  # a non-function (custom) tool call: we offered none
-                continue
-            args, error = parse_arguments(function.arguments)
-            calls.append(ToolCall(tc.id or new_call_id(), function.name, args, error))
-        usage = Usage(calls=1)
-        if response.usage is not None:
-            usage.input_tokens = response.usage.prompt_tokens or 0
-            usage.output_tokens = response.usage.completion_tokens or 0
-        return Turn(choice.message.content or "", tuple(calls), usage, choice.finish_reason)
+        try:
+            return _read_reply(response)
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
+            # a 200 whose body is not a chat completion (an HTML page, a list, a null message)
+            raise bad_reply_error(self._spec, f"{type(e).__name__}: {e}") from None
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -120,11 +111,38 @@ class OpenAIChatBackend:
         return params
 
 
+def _read_reply(response: Any) -> Turn:
+    from openai.types.chat import ChatCompletion
+
+    if not isinstance(response, ChatCompletion):
+        raise ValueError(f"the body is not a chat completion: {str(response)[:120]!r}")
+    if not response.choices:
+        raise ValueError("the reply has no choices")
+    choice = response.choices[0]
+    message = choice.message
+    if message is None:
+        raise ValueError("the reply's message is null")
+    calls = []
+    for tc in message.tool_calls or []:
+        function = getattr(tc, "function", None)
+        if function is None:  # a non-function (custom) tool call: we offered none
+            continue
+        calls.append(tool_call(tc.id or new_call_id(), function.name, function.arguments))
+    usage = Usage(calls=1)
+    if response.usage is not None:
+        usage.input_tokens = count(response.usage.prompt_tokens)
+        usage.output_tokens = count(response.usage.completion_tokens)
+    content = message.content if isinstance(message.content, str) else ""
+    return Turn(content, tuple(calls), usage, choice.finish_reason)
+
+
 def _wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role == "assistant":
-            msg: dict[str, Any] = {"role": "assistant", "content": m.content or None}
+            # "" rather than null: OpenAI accepts both, but several compatible servers
+            # (llama.cpp's Python server among them) answer 500 to a null content.
+            msg: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
             if m.tool_calls:
                 msg["tool_calls"] = [
                     {"id": c.id, "type": "function",

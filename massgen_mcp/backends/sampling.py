@@ -17,6 +17,8 @@ import uuid
 import warnings
 from typing import Any
 
+from massgen_mcp.backends._common import tool_call
+from massgen_mcp.backends.lenient_json import loads_lenient
 from massgen_mcp.config.team import AgentSpec
 from massgen_mcp.errors import PermanentBackendError, TransientBackendError
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
@@ -59,7 +61,7 @@ class SamplingBackend:
         if self.session is None or not client_can_sample(self.session):
             raise PermanentBackendError(NO_SAMPLING, provider="sampling", model=self.model)
         system = "\n\n".join(m.content for m in messages if m.role == "system")
-        system = (system + "\n\n" + _tool_protocol(tools)).strip()
+        system = (system + "\n\n" + tool_protocol(tools)).strip()
         convo = [SamplingMessage(role="assistant" if role == "assistant" else "user",
                                  content=TextContent(type="text", text=text))
                  for role, text in _flatten(messages)]
@@ -83,9 +85,11 @@ class SamplingBackend:
         model = getattr(result, "model", None)
         if model:
             self.model = model
-        usage = Usage(input_tokens=sum(len(t) for _, t in _flatten(messages)) // 4,
-                      output_tokens=len(text) // 4)
-        call = _parse_call(text, {t.name for t in tools})
+        # Sampling reports no usage: both counts are estimates (about 4 characters a token).
+        estimate = sum(len(t) for _, t in _flatten(messages)) // 4
+        usage = Usage(input_tokens=estimate, output_tokens=len(text) // 4,
+                      estimated_input_tokens=estimate)
+        call = parse_text_call(text, {t.name for t in tools})
         return Turn(text=text if call is None else "", tool_calls=(call,) if call else (),
                     usage=usage, stop_reason=getattr(result, "stop_reason", None))
 
@@ -93,7 +97,7 @@ class SamplingBackend:
         return None
 
 
-def _tool_protocol(tools: list[ToolSpec]) -> str:
+def tool_protocol(tools: list[ToolSpec]) -> str:
     if not tools:
         return ""
     specs = "\n".join(f"- {t.name}: {t.description}\n  arguments (JSON schema): "
@@ -126,22 +130,30 @@ def _flatten(messages: list[Message]) -> list[tuple[str, str]]:
     return out
 
 
-def _parse_call(text: str, names: set[str]) -> ToolCall | None:
-    """The tool call in a reply: a bare JSON object, or one in a ```json fence."""
+def parse_text_call(text: str, names: set[str]) -> ToolCall | None:
+    """The tool call written as text: `{"tool": ..., "arguments": {...}}` (this backend's
+    protocol; `name` / `parameters` spellings are read too, as models without tool calling
+    write them), bare, in a code fence, or inside prose; JSON repaired as `lenient_json` does.
+    """
     candidates = [m.group(1) for m in _FENCE.finditer(text)]
     start, end = text.find("{"), text.rfind("}")
     if start != -1 and end > start:
         candidates.append(text[start:end + 1])
     for raw in candidates:
         try:
-            obj = json.loads(raw)
+            obj, note = loads_lenient(raw)
         except ValueError:
             continue
-        if isinstance(obj, dict) and obj.get("tool") in names:
-            args = obj.get("arguments", {})
-            call_id = f"call_{uuid.uuid4().hex[:12]}"
-            if isinstance(args, dict):
-                return ToolCall(call_id, obj["tool"], args)
-            return ToolCall(call_id, obj["tool"], {}, arguments_error="arguments must be an "
-                            "object")
+        if not isinstance(obj, dict):
+            continue
+        name = obj.get("tool", obj.get("name", obj.get("function")))
+        if name not in names:
+            continue
+        args = obj.get("arguments", obj.get("parameters", obj.get("args", {})))
+        call_id = f"call_{uuid.uuid4().hex[:12]}"
+        if isinstance(args, str):
+            return tool_call(call_id, name, args)
+        if isinstance(args, dict):
+            return ToolCall(call_id, name, args, repaired=note)
+        return ToolCall(call_id, name, {}, arguments_error="arguments must be an object")
     return None

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from massgen_mcp.backends.cli.availability import print_coding_agents
 from massgen_mcp.config.availability import backends_report
 from massgen_mcp.config.env import Environment
 
@@ -58,6 +59,7 @@ def doctor_main(args: argparse.Namespace) -> int:
             detail = (f"key set ({p.key_hint or 'present'})" if p.key_present
                       else "no key")
         print(f"  {mark}{p.provider:<13} {detail}{'' if p.usable else '  → ' + p.fix}", file=out)
+    print_coding_agents(report.coding_agents, out)
     print(f"\nDefault team: {report.default_team}", file=out)
     if report.default_team_error:
         print(f"  {report.default_team_error}", file=out)

@@ -6,6 +6,7 @@
     massgen-mcp hook pre-tool-use                                      Claude Code PreToolUse hook
     massgen-mcp setup [--client ...] [--hooks] [--instructions ...]    register with clients
     massgen-mcp doctor                                                 what can run here
+    massgen-mcp view [RUN_ID|latest]  /  report RUN_ID -o run.html     watch or share a run
 
 Every subcommand imports only what it needs: the hook must start in a few dozen ms and
 the server must not load provider SDKs before a run needs them.
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_DEGRADED = 0, 1, 2, 3, 4
 
 
 def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
@@ -46,11 +47,28 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     p.add_argument("--allowed-host", action="append", default=default([]), metavar="NAME",
                    help="an extra Host name clients use to reach a non-loopback server; "
                         "repeatable (this machine's names are allowed already)")
+    p.add_argument("--request-timeout", type=float, default=default(15.0), metavar="SECONDS",
+                   help="HTTP: close a connection whose request has not fully arrived in this "
+                        "time (default 15)")
     p.add_argument("--team", default=default(None),
                    help="default team for every tool call: a bundled name or a team YAML path "
                         "(a call's own team/models wins)")
     p.add_argument("--checkpoint-team", default=default(None),
                    help="reviewer team for the checkpoint tool (bundled name or YAML path)")
+    p.add_argument("--team-dir", action="append", default=default([]), metavar="DIR",
+                   help="a directory of team YAML files tool calls may name (by name or path); "
+                        "repeatable; ~/.config/massgen-mcp/teams is always one")
+    p.add_argument("--allow-team-path", nargs="?", const="restricted", default=default(None),
+                   choices=["restricted", "full"],
+                   help="let tool calls name a team file anywhere; 'restricted' (the default "
+                        "when given) refuses mcp_servers, base_url, api_key and headers in it, "
+                        "'full' trusts it like --team")
+    p.add_argument("--allow-secret-files", action="store_true", default=default(False),
+                   help="let tool calls pass secret files (.env, keys, credentials) in `files`")
+    p.add_argument("--allow-cli-agents", action="store_true", default=default(False),
+                   help="let tool calls put coding-agent CLIs (claude_code, codex, gemini_cli) "
+                        "on a team through `models` or a --allow-team-path file; bundled, "
+                        "--team and --team-dir teams may always use them")
     p.add_argument("--state-dir", default=default(None),
                    help="where runs, plans and checkpoints are kept (default: $MASSGEN_MCP_HOME "
                         "or ./.massgen)")
@@ -96,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one consensus and print the answer",
                          description="Run one consensus: progress on stderr, the final answer "
                                      "on stdout. Exit 0 completed, 1 failed, 2 bad usage or "
-                                     "config, 3 timeout/budget (best answer so far printed).")
+                                     "config, 3 timeout/budget (best answer so far printed), "
+                                     "4 degraded (the agents left agreed; some were dropped, "
+                                     "see stderr).")
     run.add_argument("task", help="the task or question for the team")
     _team_options(run)
 
@@ -145,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "massgen-mcp registered. Exit 1 when nothing can run.")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.add_argument("--dir", default=".", help="project directory (default: .)")
+    from massgen_mcp.cli.view import add_view_parsers
+
+    add_view_parsers(sub)
     return parser
 
 
@@ -169,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.cli.doctor import doctor_main
 
             return doctor_main(args)
+        if command in ("view", "report"):
+            from massgen_mcp.cli.view import report_main, view_main
+
+            return view_main(args) if command == "view" else report_main(args)
         if command == "hook":
             from massgen_mcp.hook.main import main as hook_main
 
@@ -269,8 +296,15 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
     else:  # nothing on stdout: there is no answer to print
         print(f"massgen-mcp: no answer (status {status}; run {result.run_id})"
               + (f": {result.error}" if result.error else ""), file=sys.stderr)
+    if not args.quiet and not args.json:
+        from massgen_mcp.runs.view import view_hint
+
+        print(view_hint(result.run_id if command == "run" else result.consensus.run_id),
+              file=sys.stderr)
     if status == "completed":
         return EXIT_OK
+    if status == "degraded":
+        return EXIT_DEGRADED
     return EXIT_PARTIAL if status in ("timeout", "budget_exceeded") else EXIT_FAILED
 
 
@@ -289,7 +323,7 @@ async def _run_once(args: argparse.Namespace, command: str, progress: _Progress)
                               max_total_tokens=args.max_total_tokens)
     for note in team.notes:
         print(f"massgen-mcp: {note}", file=sys.stderr)
-    context = app.context_for(args.context, args.files)
+    context = app.context_for(args.context, args.files, trusted=True)  # the user typed them
     if command == "plan":
         prepared = app.plan(team, args.goal, depth=args.depth, constraints=args.constraints,
                             context=context, listener=progress.event)

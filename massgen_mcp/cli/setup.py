@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from massgen_mcp.errors import InputError
+from massgen_mcp.paths import write_atomic
 
 CLIENTS = ("claude", "codex", "cursor", "gemini", "vscode")
 CLIENT_FILES = {"claude": ".mcp.json", "codex": ".codex/config.toml",
@@ -276,8 +277,6 @@ def run_setup(
     for path, text, what in writes:
         verb = "updated" if path.exists() else "created"
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.massgen-tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, text)
         changes.append(f"{verb} {path.relative_to(project)} ({what})")
     return changes

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from massgen_mcp.backends.cli import CLI_WIRES
+from massgen_mcp.backends.cli.availability import CliStatus, cli_statuses
 from massgen_mcp.config.choose import resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import bundled_team_names
 from massgen_mcp.config.local import local_models, local_team_models
+from massgen_mcp.config.prices import PRICES_AS_OF, price_table
 from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.errors import MassgenError
 
@@ -35,14 +38,20 @@ class BackendsReport(BaseModel):
     default_team_error: str | None = None
     bundled_teams: list[str]
     sampling_available: bool = False
+    coding_agents: list[CliStatus] = Field(
+        default_factory=list, description="Coding-agent CLIs (claude_code, codex, gemini_cli).")
+    prices: dict[str, dict[str, dict[str, float]]] = Field(
+        default_factory=dict, description="USD per million input/output tokens used for cost "
+        "estimates, by provider and model; a model not listed has an unknown cost.")
+    prices_as_of: str = ""
 
 
 def provider_statuses(env: Environment, local: dict[str, list[str]],
                       show_hint: bool = False) -> list[ProviderStatus]:
     out = []
     for p in PROVIDERS.values():
-        if p.name in ("chatcompletion", "sampling", "function"):
-            continue
+        if p.name in ("chatcompletion", "sampling", "function") or p.wire in CLI_WIRES:
+            continue  # coding-agent CLIs are reported by cli_statuses()
         if p.local:
             models = local.get(p.name)
             endpoint = env.get(f"{p.name.upper()}_BASE_URL") or p.base_url
@@ -82,4 +91,6 @@ async def backends_report(env: Environment, default_team: str | None = None, *,
     return BackendsReport(providers=provider_statuses(env, local, show_hint),
                           default_team=default, default_team_error=error,
                           bundled_teams=bundled_team_names(),
-                          sampling_available=sampling_available)
+                          sampling_available=sampling_available,
+                          coding_agents=await cli_statuses(env),
+                          prices=price_table(), prices_as_of=PRICES_AS_OF)

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
-from massgen_mcp.config.env import Environment, expand_vars
+from massgen_mcp.config.env import Environment
 from massgen_mcp.config.massgen_keys import (
     COSMETIC,
     native_losses,
@@ -23,6 +23,8 @@ from massgen_mcp.config.massgen_keys import (
 )
 from massgen_mcp.config.providers import NEEDS_BASE_URL, PROVIDERS, provider_for_base_url
 from massgen_mcp.config.team import AgentConfig, AgentSpec, Team, TeamConfig
+from massgen_mcp.config.trust import expand_team_vars
+from massgen_mcp.config.yaml_file import check_path_text, read_yaml
 from massgen_mcp.errors import ConfigError, MissingKeyError, format_validation_error
 from massgen_mcp.urls import is_loopback_url
 
@@ -102,16 +104,8 @@ def _cwd_placeholders(agent: Any) -> dict[str, str]:
 
 
 def _expand(data: dict[str, Any], env: Environment, problems: list[str]) -> dict[str, Any]:
-    agents = data.get("agents")
-    rest = {k: v for k, v in data.items() if k != "agents"}
-    out = expand_vars(rest, env, "", placeholders=_cwd_placeholders(None), errors=problems)
-    if isinstance(agents, list):
-        out["agents"] = [
-            expand_vars(a, env, f"agents[{i}]", placeholders=_cwd_placeholders(a),
-                        errors=problems) for i, a in enumerate(agents)]
-    elif agents is not None:
-        out["agents"] = agents
-    return {k: out[k] for k in data}  # keep the file's key order
+    # Only in fields that hold secrets or endpoints, never in prompts (config/trust.py).
+    return expand_team_vars(data, env, placeholders=_cwd_placeholders, errors=problems)
 
 
 def team_from_data(
@@ -159,23 +153,9 @@ def team_from_data(
 
 
 def load_team_file(path: str | Path, env: Environment | None = None) -> Team:
-    """Load and validate a team YAML file."""
-    import yaml
-
+    """Load and validate a team YAML file (size, aliases and nesting bounded)."""
     p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{p}: team file not found") from None
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read team file: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(f"{p.name}: not valid YAML{at}: {problem}") from None
+    data = read_yaml(p)
     team = team_from_data(data, p.name, env, name=p.stem)
     for warning in team.warnings:  # on stderr for the CLI; the server also puts it in notes
         log.warning("%s", warning)
@@ -196,6 +176,7 @@ def bundled_team_names() -> list[str]:
 
 def load_team(name_or_path: str, env: Environment | None = None) -> Team:
     """A team by bundled name (`frontier`, `local`, ...) or by YAML file path."""
+    check_path_text(name_or_path)
     candidate = Path(name_or_path).expanduser()
     if candidate.suffix in {".yaml", ".yml"} or candidate.exists() or "/" in name_or_path:
         return load_team_file(candidate, env)

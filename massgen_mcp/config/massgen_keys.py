@@ -58,6 +58,12 @@ _PREFIX_LOSSES = {"command_line_": _SHELL, "debug_": "nothing (a MassGen debuggi
 _GENERIC = "ignored (not implemented by massgen-mcp)"
 # Keys we read (for `${cwd}`) without giving the team what MassGen does with them.
 PARTLY = frozenset({"cwd"})
+# The coding-agent CLI types and the keys their backends honour (backends/cli/_options.py).
+CLI_TYPES = frozenset({"claude_code", "codex", "gemini_cli"})
+CLI_KEYS = frozenset({
+    "command", "cwd", "system_prompt", "append_system_prompt", "disallowed_tools",
+    "permission_mode", "max_turns", "sandbox_mode", "approval_policy", "env",
+    "max_thinking_tokens"})
 # Sections MassGen uses only for its own terminal display: dropped without a word.
 COSMETIC = ("ui", "logging", "display")
 
@@ -142,11 +148,27 @@ def unhonoured(data: Any) -> dict[str, list[str]]:
         mapped = VOTING_SENSITIVITY.get(level.lower(), level)
         out.setdefault(f"voting_sensitivity '{level}' runs as '{mapped}'", []).append(
             "orchestrator.voting_sensitivity")
+    cli = _cli_backends(data)
+    for what in list(out):  # a coding-agent CLI backend honours its own keys
+        out[what] = [p for p in out[what] if p.rsplit(".", 1)[0] not in cli
+                     or p.rsplit(".", 1)[1] not in CLI_KEYS]
+        if not out[what]:
+            del out[what]
     for i, entry in enumerate(orch.get("context_paths") or []):
+        if cli:
+            break  # the winning coding agent's changes are written back (runs/workspace.py)
         if isinstance(entry, dict) and entry.get("permission") == "write":
             out.setdefault("write permission is served read-only: agents can read but not "
                            "change these paths", []).append(f"orchestrator.context_paths[{i}]")
     return out
+
+
+def _cli_backends(data: Any) -> set[str]:
+    """Paths (``agents[0].backend``) of the coding-agent CLI backends in a raw team tree."""
+    agents = data.get("agents") if isinstance(data.get("agents"), list) else []
+    return {f"agents[{i}].backend" for i, a in enumerate(agents)
+            if isinstance(a, dict) and isinstance(a.get("backend"), dict)
+            and str(a["backend"].get("type", "")).lower() in CLI_TYPES}
 
 
 def team_warning(where: str, lost: dict[str, list[str]]) -> str | None:

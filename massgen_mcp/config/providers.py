@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function"]
+Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function",
+               "claude_code", "codex", "gemini_cli"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,13 @@ PROVIDERS: dict[str, Provider] = {
         Provider("sampling", "sampling"),
         # A Python function registered in this process (massgen_mcp.backends.function).
         Provider("function", "function"),
+        # Coding-agent CLIs run headless (backends/cli/); "default" lets the CLI choose.
+        Provider("claude_code", "claude_code", default_model="default",
+                 signup="https://docs.anthropic.com/en/docs/claude-code"),
+        Provider("codex", "codex", default_model="default",
+                 signup="https://github.com/openai/codex"),
+        Provider("gemini_cli", "gemini_cli", default_model="default",
+                 signup="https://github.com/google-gemini/gemini-cli"),
     ]
 }
 
@@ -97,10 +105,7 @@ ALIASES: dict[str, str] = {
 
 # MassGen backend types that this project does not implement (yet).
 UNSUPPORTED: dict[str, str] = {
-    "claude_code": "it drives the Claude Code CLI/SDK; use type: claude with an ANTHROPIC_API_KEY",
-    "codex": "it drives the Codex CLI; use type: openai",
     "copilot": "it drives GitHub Copilot; use an API backend instead",
-    "gemini_cli": "it drives the Gemini CLI; use type: gemini",
     "ag2": "AG2 agents are not supported; use an API backend",
     "antigravity_cli": "it drives Google's Antigravity CLI (agy); use type: gemini with a "
                        "GEMINI_API_KEY",

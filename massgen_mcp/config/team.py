@@ -63,7 +63,8 @@ class _Lenient(BaseModel):
     `massgen_keys.py`, which also turns a near-miss of a key we *do* implement into an
     error, so `temperture: 0.2` is not silently lost)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # No infinite or NaN limits: `.inf` seconds overflows the SDKs long after loading.
+    model_config = ConfigDict(extra="allow", populate_by_name=True, allow_inf_nan=False)
 
     @classmethod
     def known_keys(cls) -> set[str]:
@@ -125,6 +126,7 @@ class BackendConfig(_Lenient):
     mcp_servers: list[MCPServerConfig] | None = None  # a dict keyed by name is accepted too
     allowed_tools: list[str] | None = None
     exclude_tools: list[str] | None = None
+    disallowed_tools: list[str] | None = None  # coding-agent CLIs (backends/cli/_options.py)
 
     @field_validator("type")
     @classmethod
@@ -189,8 +191,17 @@ class ContextPath(_Lenient):
         return {"path": v} if isinstance(v, str) else v
 
 
+#: Default answer limit per agent. MassGen's is unlimited; a model that never votes would then
+#: answer until the run's time limit. `null` in a team file restores "unlimited" (the run is
+#: still bounded by `max_provider_calls`).
+DEFAULT_MAX_NEW_ANSWERS = 3
+#: Provider calls per agent allowed by the derived per-run cap (`max_provider_calls` unset);
+#: an agent with MCP tools also gets two calls per allowed tool call of a turn.
+CALLS_PER_AGENT = 20
+
+
 class OrchestratorConfig(_Lenient):
-    max_new_answers_per_agent: int | None = Field(default=None, ge=1)
+    max_new_answers_per_agent: int | None = Field(default=DEFAULT_MAX_NEW_ANSWERS, ge=1)
     answer_novelty_requirement: Level = "lenient"
     voting_sensitivity: Level = "lenient"
     skip_final_presentation: bool = False
@@ -204,6 +215,23 @@ class OrchestratorConfig(_Lenient):
     max_tool_calls_per_turn: int = Field(default=20, ge=0, le=200)
     tool_call_timeout_seconds: float = Field(default=60, gt=0)
     tool_server_startup_timeout_seconds: float = Field(default=30, gt=0)
+    #: Per-run cap on provider calls (cancelled ones included); unset: derived from the team
+    #: (CALLS_PER_AGENT per agent, more for agents with tools). Reaching it stops the run
+    #: with status budget_exceeded and the best answer so far.
+    max_provider_calls: int | None = Field(default=None, ge=1)
+    #: Stop the run (budget_exceeded) once its estimated cost passes this many US dollars.
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    #: An agent that has answered waits up to this long for every live peer's first answer
+    #: before its next turn (that turn would be cancelled by the peer's answer anyway); 0
+    #: turns the wait off (MassGen's behaviour).
+    first_answer_wait_seconds: float = Field(default=60, ge=0)
+
+    def provider_call_cap(self, agents: int, with_tools: int = 0) -> int:
+        """The per-run provider-call cap for a team of `agents` (`with_tools` of them with
+        MCP tools)."""
+        if self.max_provider_calls is not None:
+            return self.max_provider_calls
+        return agents * CALLS_PER_AGENT + with_tools * 2 * self.max_tool_calls_per_turn
 
     @field_validator("voting_sensitivity", mode="before")
     @classmethod

@@ -52,6 +52,9 @@ class AnswerFormat(Protocol):
         ...
 
 
+_ANSWER_KEYS = frozenset({"answer", "text", "response", "final_answer", "message", "result"})
+
+
 class TextAnswer:
     """The default: an answer is free text in `content`."""
 
@@ -74,6 +77,11 @@ class TextAnswer:
 
     def parse(self, arguments: dict[str, Any]) -> ParsedAnswer:
         content = arguments.get("content")
+        if content is None:
+            # Small models rename the field ("answer", "text"); one string field is the answer.
+            strings = [v for k, v in arguments.items() if isinstance(v, str) and v.strip()
+                       and k in _ANSWER_KEYS]
+            content = strings[0] if len(strings) == 1 else None
         if not isinstance(content, str) or not content.strip():
             raise AnswerRejected(["'content' must be a non-empty string holding your answer"])
         return ParsedAnswer(content.strip())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from massgen_mcp.messages import Message, system, user
+from massgen_mcp.messages import Message, ToolSpec, system, user
 
 _SENSITIVITY = {
     "lenient": "Vote for an existing answer when it answers the task well; submit a new answer "
@@ -82,6 +82,17 @@ def turn_messages(
 
 REMINDER = ("You did not call a tool. You must end this turn by calling exactly one tool: "
             "new_answer (with your complete answer) or vote (for the best existing answer).")
+
+
+def reminder(tools: list[ToolSpec]) -> str:
+    """The reminder after a reply without a tool call. It also shows the JSON-in-text form,
+    for models (or local servers) that have no tool calling: that form is read as the call."""
+    names = " or ".join(t.name for t in tools)
+    example = ('{"tool": "new_answer", "arguments": {"content": "<your complete answer>"}}'
+               if any(t.name == "new_answer" for t in tools)
+               else '{"tool": "vote", "arguments": {"agent_id": "agent1", "reason": "<why>"}}')
+    return (f"{REMINDER} If you cannot call tools, reply with only a JSON object naming "
+            f"{names}, for example: {example}")
 
 
 def presentation_messages(

@@ -1,15 +1,29 @@
-"""`RunResult`: what a consensus run returns, and the vote tally that picks the winner."""
+"""`RunResult`: what a consensus run returns, the vote tally that picks the winner, and the
+assembly of a result from the agents' state.
+
+Statuses are truthful: `completed` means every agent is live and they all voted; `degraded`
+means the live agents agreed but some were dropped (`error` names them and why); `failed`
+means no agent is left. A `final_answer` the team did not agree on (timeout, budget, cancel,
+failed) carries `best_so_far: true`.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+if TYPE_CHECKING:
+    from massgen_mcp.coordination.agent import AgentState as Agent
+    from massgen_mcp.coordination.answers import ParsedAnswer
+
 RunStatus = Literal[
-    "running", "completed", "timeout", "budget_exceeded", "failed", "cancelled", "interrupted"
+    "running", "completed", "degraded", "timeout", "budget_exceeded", "failed", "cancelled",
+    "interrupted"
 ]
+#: While a run is live, answers in its snapshot (status.json, get_run) are clipped to this.
+LIVE_ANSWER_CHARS = 4000
 AgentState = Literal["working", "answered", "voted", "failed", "waiting"]
 
 
@@ -17,7 +31,16 @@ class UsageInfo(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
-    provider_calls: int = 0
+    provider_calls: int = Field(default=0, description="Provider calls, cancelled ones included.")
+    cancelled_calls: int = Field(
+        default=0, description="Calls cancelled by a newer answer or by the end of the run "
+                               "(the provider still computed them).")
+    estimated_input_tokens: int = Field(
+        default=0, description="Part of input_tokens that is an estimate (about 4 characters "
+                               "a token), for calls the provider reported no usage for.")
+    cost_usd: float | None = Field(
+        default=None, description="Estimated cost in US dollars from the price table; null "
+                                  "when a model's price is unknown.")
     native_tool_calls: dict[str, int] = Field(
         default_factory=dict, description="Provider-side tool calls (web_search, "
         "code_interpreter, ...), billed per call by the provider.")
@@ -68,9 +91,34 @@ class Totals(BaseModel):
     output_tokens: int = 0
     total_tokens: int = 0
     provider_calls: int = 0
+    cancelled_calls: int = 0
+    estimated_input_tokens: int = 0
+    cost_usd: float | None = Field(
+        default=None, description="Estimated cost of the run in US dollars; null when any "
+                                  "agent's model price is unknown.")
     answers: int = 0
     votes: int = 0
     restarts: int = 0
+
+
+class FileChange(BaseModel):
+    path: str = Field(description="Relative to the workspace.")
+    change: Literal["added", "modified", "deleted"]
+
+
+class WorkspaceResult(BaseModel):
+    """The winning coding agent's workspace: what it changed against the seed, and what was
+    written back to the user's context paths (runs/workspace.py)."""
+
+    agent_id: str
+    path: str = Field(description="The winner's workspace directory (kept with the run).")
+    changed: list[FileChange] = Field(default_factory=list)
+    diff: str = Field(default="", description="Unified diff of text files against the seed.")
+    diff_truncated: bool = False
+    applied: list[str] = Field(
+        default_factory=list, description="Files written back to a context path.")
+    skipped: list[str] = Field(
+        default_factory=list, description="Changes not written back, each with the reason.")
 
 
 class RunResult(BaseModel):
@@ -80,8 +128,12 @@ class RunResult(BaseModel):
     status: RunStatus
     task: str = Field(description="The task, truncated to 500 characters.")
     final_answer: str | None = Field(
-        default=None, description="The answer the team converged on (presented by the winner)."
+        default=None, description="The answer the team converged on (presented by the winner), "
+                                  "or the best answer so far when best_so_far is true."
     )
+    best_so_far: bool = Field(
+        default=False, description="True when final_answer is not one the team agreed on: the "
+                                   "run stopped early or failed, and this is its best answer.")
     final_data: dict[str, Any] | None = Field(
         default=None, description="The structured final answer (plan and checkpoint modes).")
     winner: WinnerInfo | None = None
@@ -100,6 +152,8 @@ class RunResult(BaseModel):
         default_factory=list, description="Warnings about the team: keys of its file that "
         "were accepted but not honoured, and what the team loses.")
     log_dir: str = ""
+    workspace: WorkspaceResult | None = Field(
+        default=None, description="The winner's workspace, when the winner is a coding agent.")
 
     def summary_text(self) -> str:
         """The short readable rendering: the final answer, then who won with how many votes."""
@@ -107,6 +161,8 @@ class RunResult(BaseModel):
             return f"Run {self.run_id} is still running ({self.totals.answers} answers, " \
                    f"{self.totals.votes} votes so far). Call get_run to follow it."
         head = self.final_answer or "(no answer)"
+        if self.final_answer and self.best_so_far:
+            head = "(best answer so far; the team did not agree on it)\n" + head
         lines = [head, ""]
         if self.winner:
             total = sum(self.tally.values())
@@ -131,3 +187,106 @@ def pick_winner(votes: dict[str, str], candidates: list[str]) -> tuple[str | Non
         return None, tally
     best = max(candidates, key=lambda c: (tally[c], -candidates.index(c)))
     return best, tally
+
+
+# ---------------------------------------------------------------------------- assembly
+
+
+def candidates(agents: list[Agent]) -> list[str]:
+    """Agent ids with an answer, in config order (the order ties are broken in)."""
+    return [a.spec.id for a in agents if a.answers]
+
+
+def current_votes(agents: list[Agent]) -> dict[str, str]:
+    """Current votes: voter id -> voted-for agent id."""
+    by_anon = {a.anon: a.spec.id for a in agents}
+    return {a.spec.id: by_anon[a.vote.voted_for] for a in agents if a.vote and a.vote.voted_for}
+
+
+def _usage_info(a: Agent) -> UsageInfo:
+    u = a.usage
+    cost = a.cost_usd
+    return UsageInfo(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                     total_tokens=u.total_tokens, provider_calls=u.calls,
+                     cancelled_calls=u.cancelled_calls,
+                     estimated_input_tokens=u.estimated_input_tokens,
+                     cost_usd=round(cost, 6) if cost is not None else None,
+                     native_tool_calls=dict(a.native_calls))
+
+
+def agent_status(a: Agent) -> AgentState:
+    if not a.live:
+        return "failed"
+    if a.vote is not None:
+        return "voted"
+    if a.scope is not None:
+        return "working"
+    return "answered" if a.answers else "waiting"
+
+
+def build_result(
+    agents: list[Agent],
+    *,
+    run_id: str,
+    status: RunStatus,
+    task: str,
+    final: ParsedAnswer | None,
+    winner: Agent | None,
+    restarts: int,
+    error: str | None,
+    elapsed: float,
+    started_at: str,
+    team: str,
+    log_dir: str,
+) -> RunResult:
+    """The result (or live snapshot) of a run from its agents' state."""
+    names = candidates(agents)
+    votes = current_votes(agents)
+    _, tally = pick_winner(votes, names)
+    by_anon = {a.anon: a for a in agents}
+    totals = Totals(restarts=restarts, votes=len(votes),
+                    answers=sum(len(a.answers) for a in agents))
+    infos = []
+    costs = []
+    for a in agents:
+        info = _usage_info(a)
+        totals.input_tokens += info.input_tokens
+        totals.output_tokens += info.output_tokens
+        totals.provider_calls += info.provider_calls
+        totals.cancelled_calls += info.cancelled_calls
+        totals.estimated_input_tokens += info.estimated_input_tokens
+        costs.append(info.cost_usd)
+        infos.append(AgentInfo(
+            agent_id=a.spec.id, anonymous_id=a.anon, provider=a.spec.provider.name,
+            model=a.backend.model, status=agent_status(a), answers=len(a.answers),
+            usage=info, error=a.error,
+            notes=[*a.notes, *(a.toolbox.notes if a.toolbox else [])]))
+    totals.total_tokens = totals.input_tokens + totals.output_tokens
+    if all(c is not None for c in costs):
+        totals.cost_usd = round(sum(c for c in costs if c is not None), 6)
+    live = status == "running"
+
+    def clip(text: str) -> str:
+        if not live or len(text) <= LIVE_ANSWER_CHARS:
+            return text
+        return text[:LIVE_ANSWER_CHARS] + f"... ({len(text)} characters; all of it at the end)"
+
+    return RunResult(
+        run_id=run_id, status=status, task=task[:500],
+        final_answer=final.text if final else None,
+        final_data=final.data if final else None,
+        best_so_far=final is not None and status not in ("completed", "degraded"),
+        winner=WinnerInfo(agent_id=winner.spec.id, model=winner.backend.model,
+                          label=winner.label or "", votes=tally[winner.spec.id])
+        if winner is not None and winner.answers else None,
+        tally={c: tally[c] for c in names},
+        votes=[VoteInfo(voter=a.spec.id, voted_for=by_anon[a.vote.voted_for].spec.id,
+                        voted_for_label=a.vote_label, reason=a.vote.reason)
+               for a in agents if a.vote and a.vote.voted_for],
+        answers=[AnswerInfo(label=a.label or "", agent_id=a.spec.id, model=a.backend.model,
+                            text=clip(a.answers[-1].text), data=a.answers[-1].data,
+                            sources=a.answer_sources)
+                 for a in agents if a.answers],
+        agents=infos, totals=totals, elapsed_seconds=elapsed, started_at=started_at,
+        team=team, error=error, log_dir=log_dir,
+    )

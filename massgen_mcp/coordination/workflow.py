@@ -6,9 +6,10 @@ A turn's tool calls are classified here; the orchestrator only sees a `Decision`
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from massgen_mcp.coordination.answers import AnswerFormat, AnswerRejected, ParsedAnswer
 from massgen_mcp.messages import ToolCall, ToolSpec
@@ -50,6 +51,11 @@ class Decision:
     answer: ParsedAnswer | None = None
     voted_for: str | None = None  # anonymous agent id, e.g. "agent2"
     reason: str = ""
+    note: str = ""  # what was repaired to read this call, for the run record
+
+
+#: The start of the problem sent back for an answer that repeats the agent's previous one.
+REPEATED = "this answer repeats your previous one unchanged"
 
 
 _WORDS = re.compile(r"\w+")
@@ -63,6 +69,36 @@ def word_overlap(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb)
 
 
+def normalized(text: str) -> str:
+    """Text with case and whitespace normalised: two answers equal under this are the same."""
+    return " ".join(text.lower().split())
+
+
+def read_label(raw: Any) -> str | None:
+    """The anonymous agent id a model meant: `agent1`, `Agent 1`, `agent1.2`, `agent_1`, `1`
+    and `1.2` all mean `agent1`."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int | float):
+        raw = str(raw)
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip().lower()
+    match = re.search(r"agent[\s_#-]*(\d+)", text) or re.fullmatch(r"#?(\d+)(?:\.\d+)?", text)
+    return f"agent{int(match.group(1))}" if match else None
+
+
+def _distinct(calls: list[ToolCall]) -> list[ToolCall]:
+    """The calls without exact repeats (some models send the same call twice in one reply)."""
+    seen, out = set(), []
+    for c in calls:
+        key = (c.name, json.dumps(c.arguments, sort_keys=True, default=str), c.arguments_error)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
 def decide(
     calls: list[ToolCall],
     *,
@@ -73,16 +109,24 @@ def decide(
     previous_answer: str | None,
     novelty: str,
 ) -> Decision | list[str]:
-    """Check the workflow calls of one model reply: a Decision, or the problems to report."""
-    workflow = [c for c in calls if c.name in WORKFLOW_TOOLS]
+    """Check the workflow calls of one model reply: a Decision, or the problems to report.
+
+    An answer that repeats the previous one (`normalized`) is never new, whatever the
+    novelty setting: its problem starts with `REPEATED`.
+    """
+    sent = [c for c in calls if c.name in WORKFLOW_TOOLS]
+    workflow = _distinct(sent)
     if len(workflow) != 1:
         names = ", ".join(c.name for c in workflow)
         return [f"call exactly one of new_answer or vote per turn (you called: {names})"]
     call = workflow[0]
+    notes = [n for n in (call.repaired and f"{call.name} arguments: {call.repaired}",
+                         len(sent) > 1 and f"{call.name} was sent {len(sent)} times in one "
+                                           "reply; read once") if n]
     if call.arguments_error:
         return [f"the arguments of {call.name} are not valid JSON: {call.arguments_error}"]
     if call.name == VOTE:
-        return _check_vote(call, may_vote, vote_targets)
+        return _check_vote(call, may_vote, vote_targets, notes)
     if not may_answer:
         return ["you may not submit another answer (your answer limit is reached, or you are "
                 "too far ahead of the others): call vote for the best existing answer"]
@@ -90,6 +134,9 @@ def decide(
         answer = fmt.parse(call.arguments)
     except AnswerRejected as e:
         return [f"your {fmt.noun} was not accepted: {p}" for p in e.problems]
+    if previous_answer is not None and normalized(answer.text) == normalized(previous_answer):
+        return [f"{REPEATED}, so it is not a new {fmt.noun}: if you stand by it, vote for it; "
+                f"otherwise vote for the best existing {fmt.noun}"]
     threshold = NOVELTY_THRESHOLDS.get(novelty)
     if threshold is not None and previous_answer is not None:
         overlap = word_overlap(answer.text, previous_answer)
@@ -97,22 +144,31 @@ def decide(
             return [f"this {fmt.noun} is too similar to your previous one (word overlap "
                     f"{overlap:.2f} > {threshold:.2f}); submit a substantially different "
                     f"{fmt.noun}, or vote for the best existing one"]
-    return Decision("answer", answer=answer)
+    return Decision("answer", answer=answer, note="; ".join(notes))
 
 
-def _check_vote(call: ToolCall, may_vote: bool, targets: list[str]) -> Decision | list[str]:
+def _check_vote(call: ToolCall, may_vote: bool, targets: list[str],
+                notes: list[str]) -> Decision | list[str]:
     if not may_vote or not targets:
         return ["there are no answers to vote for yet: call new_answer with your answer"]
-    raw = call.arguments.get("agent_id")
-    reason = call.arguments.get("reason")
+    args = call.arguments
+    raw = args.get("agent_id", args.get("agent", args.get("id")))
+    reason = args.get("reason", args.get("reasoning", args.get("explanation")))
     problems = []
-    target = raw.strip().split(".")[0] if isinstance(raw, str) else None
+    target = read_label(raw)
     if target not in targets:
         problems.append(f"agent_id {raw!r} is not an agent with an answer; "
                         f"valid choices: {', '.join(targets)}")
+    elif raw != target:
+        notes.append(f"read vote target {raw!r} as {target}")
     if not isinstance(reason, str) or not reason.strip():
-        problems.append("give a non-empty 'reason' for your vote")
+        if target in targets and not problems:
+            # a vote without a reason still says which answer is best
+            notes.append("the vote had no reason")
+            reason = "(no reason given)"
+        else:
+            problems.append("give a non-empty 'reason' for your vote")
     if problems:
         return problems
     assert target is not None and isinstance(reason, str)
-    return Decision("vote", voted_for=target, reason=reason.strip())
+    return Decision("vote", voted_for=target, reason=reason.strip(), note="; ".join(notes))

@@ -47,20 +47,10 @@ LEDGER_NAME = "active"
 
 def write_json_atomic(path: str, data: Any) -> None:
     """Write JSON so readers see the old file or the new one, never a torn one."""
-    import tempfile  # writers only; the hook never pays for it
+    from massgen_mcp.paths import write_atomic  # stdlib only; writers only
 
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 class StateFileError(ValueError):

@@ -1,7 +1,8 @@
 """Runs a team on a task: backends, tool servers, the orchestrator and the run record.
 
 The `Engine` is shared by the CLI, the Python API and the MCP server. It also keeps the
-runs that are live in this process, so they can be followed and cancelled.
+runs that are live in this process (`runs/live.py`), so they can be followed and cancelled.
+Whatever a provider sends or a config holds, every run it starts ends with a status.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ import hashlib
 import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from massgen_mcp.backends import Backend, create_backend
+from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.team import AgentSpec, Team
 from massgen_mcp.coordination.answers import AnswerFormat
@@ -25,16 +27,14 @@ from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import BackendError, InputError, MassgenError, RunNotFoundError
 from massgen_mcp.messages import Message, ToolSpec, Turn
 from massgen_mcp.paths import state_dir
-from massgen_mcp.runs.store import Redactor, RunRecord, RunStore, check_run_id, new_run_id
+from massgen_mcp.redaction import Redactor, configured_secrets
+from massgen_mcp.runs.live import Listener, LiveRun
+from massgen_mcp.runs.store import RunRecord, RunStore, check_run_id, new_run_id
+from massgen_mcp.runs.workspace import workspaces_for
 
 log = logging.getLogger(__name__)
 
-Listener = Callable[[dict[str, Any]], None]
-STATUS_INTERVAL = 0.25
 BACKEND_CACHE_SIZE = 64
-# Events after which status.json is rewritten (the rest only go to events.jsonl).
-_STATUS_EVENTS = frozenset({"answer", "vote", "agent_failed", "consensus", "restart",
-                            "presentation_started", "tool_server_failed"})
 
 
 class _BrokenBackend:
@@ -49,25 +49,6 @@ class _BrokenBackend:
 
     async def aclose(self) -> None:
         return None
-
-
-@dataclass(eq=False)
-class LiveRun:
-    run_id: str
-    record: RunRecord
-    listeners: list[Listener] = field(default_factory=list)
-    orchestrator: Orchestrator | None = None
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: RunResult | None = None
-    outcome: Any = None  # what the run's `after` hook returned
-    outcome_error: str | None = None  # why the `after` hook failed
-    cancel_requested: bool = False
-    dirty: anyio.Event = field(default_factory=anyio.Event)  # status.json is behind
-
-    def snapshot(self) -> RunResult | None:
-        if self.result is not None:
-            return self.result
-        return self.orchestrator.result() if self.orchestrator else None
 
 
 @dataclass
@@ -108,6 +89,7 @@ class Engine:
         self.store = RunStore(self.state)
         self.live: dict[str, LiveRun] = {}
         self.shutting_down = False  # set by the server on exit: live runs become interrupted
+        self.stop_reason = "the server stopped while the run was live"
         self._backend_cache: dict[str, Backend] = {}
 
     # ------------------------------------------------------------------ running
@@ -115,13 +97,13 @@ class Engine:
     def prepare(self, team: Team, task: str, *, mode: str = "consensus") -> LiveRun:
         """Create the run id and record, so callers can return the id before the run starts."""
         run_id = new_run_id()
-        secrets = [a.api_key.get_secret_value() for a in team.agents if a.api_key]
+        redactor = Redactor(configured_secrets(team, self.env))
         meta = {"task": task, "team": team.name, "source": team.source, "mode": mode,
                 "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
                            for a in team.agents]}
         if team.warnings:  # keys of the team file accepted but not honoured
             meta["warnings"] = list(team.warnings)
-        live = LiveRun(run_id, RunRecord(self.state, run_id, Redactor(secrets), meta))
+        live = LiveRun(run_id, RunRecord(self.state, run_id, redactor, meta))
         # status.json exists from the start, so a run whose process dies is never lost
         live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
                                      team=team.name, log_dir=str(live.record.dir)))
@@ -163,21 +145,32 @@ class Engine:
         `after` runs on the final result before anyone waiting on the run is woken (it stores
         plans and checkpoint plans); its return value is `live.outcome`.
         """
-        backends = self._backends(team, backend_context or {})
+        backends: dict[str, Backend] = {}
+        workspaces = None
         try:
+            workspaces = workspaces_for(team, live.record.dir, CLI_WIRES)
+        except MassgenError as e:
+            return self._stopped(live, team, task, "failed", error=str(e), after=after)
+        if workspaces is not None:
+            live.listeners.append(workspaces.on_event)
+        try:
+            backends = self._backends(team, backend_context or {}, {
+                "env": self.env, "run_dir": live.record.dir, "workspaces": workspaces})
             async with anyio.create_task_group() as writer:
-                writer.start_soon(self._status_writer, live)
+                writer.start_soon(live.write_status)
                 async with AsyncExitStack() as stack:
                     toolboxes = await self._toolboxes(stack, team, live)
                     orch = Orchestrator(
                         team, backends, task, run_id=live.run_id, log_dir=str(live.record.dir),
                         context=context, answer_format=answer_format, toolboxes=toolboxes,
-                        emit=lambda kind, data: self._on_event(live, kind, data))
+                        emit=live.on_event)
                     live.orchestrator = orch
                     if live.cancel_requested:
-                        orch.cancel()
+                        orch.cancel(self._cancel_status())
                     result = await orch.run()
                     result.notes = [*team.warnings, *result.notes]
+                    if workspaces is not None:
+                        result.workspace = workspaces.finish(result)
                     # Final now: record it and wake whoever waits before the agents' tool
                     # servers are stopped (about a second per server, off the answer's path).
                     self._finish(live, result, after)
@@ -190,11 +183,14 @@ class Engine:
             raise
         except Exception as e:
             with anyio.CancelScope(shield=True):
-                result = self._stopped(live, team, task, "failed", error=str(e), after=after)
+                error = str(e) if isinstance(e, MassgenError) else (
+                    f"internal error: {type(e).__name__}: {e}")
+                result = self._stopped(live, team, task, "failed", error=error, after=after)
                 await self._close(backends)
             if isinstance(e, MassgenError):
                 return result
-            raise
+            log.error("run %s failed", live.run_id, exc_info=e)
+            return result
         await self._close(backends)
         return result
 
@@ -214,8 +210,26 @@ class Engine:
             return False
         live.cancel_requested = True
         if live.orchestrator is not None:
-            live.orchestrator.cancel()
+            live.orchestrator.cancel(self._cancel_status())
         return True
+
+    async def cancel_and_wait(self, run_id: str, timeout: float = 10.0) -> tuple[bool, str]:
+        """Stop a live run and wait (bounded) until its record says how it ended; returns
+        whether a stop was requested and the status the run has now."""
+        live = self.live.get(check_run_id(run_id))
+        requested = self.cancel(run_id)
+        if requested and live is not None:
+            with anyio.move_on_after(timeout):
+                await live.done.wait()
+        return requested, self.get(run_id).status
+
+    def shut_down(self, reason: str) -> None:
+        """From now on, runs that stop are recorded `interrupted`, with `reason`."""
+        self.stop_reason = reason
+        self.shutting_down = True
+
+    def _cancel_status(self) -> Any:
+        return "interrupted" if self.shutting_down else "cancelled"
 
     # ------------------------------------------------------------------ reading
 
@@ -240,7 +254,8 @@ class Engine:
 
     # ------------------------------------------------------------------ internals
 
-    def _backends(self, team: Team, context: dict[str, Any]) -> dict[str, Backend]:
+    def _backends(self, team: Team, context: dict[str, Any],
+                  cli_context: dict[str, Any] | None = None) -> dict[str, Backend]:
         """One backend per agent. Provider backends are kept across runs (keyed by everything
         that shapes their requests), so their HTTP connections (and TLS sessions) are reused
         instead of being set up again by every agent of every run; they are stateless between
@@ -249,6 +264,9 @@ class Engine:
         for spec in team.agents:
             key = _backend_key(spec)
             try:
+                if spec.provider.wire in CLI_WIRES:  # one per run: it holds a session
+                    out[spec.id] = create_backend(spec, **context, **(cli_context or {}))
+                    continue
                 if key is None:
                     out[spec.id] = create_backend(spec, **context)
                     continue
@@ -266,13 +284,18 @@ class Engine:
         if team.orchestrator.context_paths:  # read-only file tools, served in-process
             from massgen_mcp.tools.files import with_file_tools
 
-            boxes = with_file_tools(boxes, [a.id for a in team.agents],
+            # Coding agents read and edit their own workspace copy instead.
+            boxes = with_file_tools(boxes, [a.id for a in team.agents
+                                            if a.provider.wire not in CLI_WIRES],
                                     team.orchestrator.context_paths)
         return boxes
 
     async def _mcp_toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun
                              ) -> dict[str, Any]:
-        if not any(a.backend.servers() for a in team.agents):
+        # A coding agent's own MCP servers are handed to its CLI, not opened here.
+        with_tools = [a for a in team.agents
+                      if a.backend.servers() and a.provider.wire not in CLI_WIRES]
+        if not with_tools:
             return {}
         from massgen_mcp.tools.session import (
             open_toolboxes,  # only runs that use tools pay for the import
@@ -280,31 +303,11 @@ class Engine:
 
         cfg = team.orchestrator
         return await stack.enter_async_context(open_toolboxes(
-            {a.id: a.backend for a in team.agents if a.backend.servers()},
+            {a.id: a.backend for a in with_tools},
             run_dir=live.record.dir,
             startup_timeout=cfg.tool_server_startup_timeout_seconds,
             call_timeout=cfg.tool_call_timeout_seconds,
-            on_event=lambda kind, data: self._on_event(live, kind, data)))
-
-    def _on_event(self, live: LiveRun, kind: str, data: dict[str, Any]) -> None:
-        line = live.record.event(kind, data)
-        if kind in _STATUS_EVENTS:
-            live.dirty.set()
-        for listener in list(live.listeners):
-            try:
-                listener(line)
-            except Exception:
-                log.exception("run listener failed")
-
-    async def _status_writer(self, live: LiveRun) -> None:
-        """Keep status.json current, at most every STATUS_INTERVAL: rewriting it on every
-        event would cost more than the rest of the orchestration."""
-        while True:
-            await live.dirty.wait()
-            live.dirty = anyio.Event()
-            if live.orchestrator is not None and live.result is None:
-                live.record.status(live.orchestrator.result())
-            await anyio.sleep(STATUS_INTERVAL)
+            on_event=live.on_event, redactor=live.record.redact))
 
     def _stopped(self, live: LiveRun, team: Team, task: str, status: str,
                  error: str | None = None, after: Callable[[RunResult], Any] | None = None
@@ -313,7 +316,7 @@ class Engine:
             return live.result
         orch = live.orchestrator
         if orch is not None:
-            orch.cancel("cancelled" if status == "cancelled" else "failed")
+            orch.cancel(status)  # type: ignore[arg-type]
             orch.settle()
             result = orch.result()
         else:
@@ -321,14 +324,19 @@ class Engine:
                                team=team.name, log_dir=str(live.record.dir))
         result.status = status  # type: ignore[assignment]
         result.notes = [*team.warnings, *result.notes]
+        if status == "interrupted":
+            error = error or f"{self.stop_reason}; this is the best answer so far"
         if error:
             result.error = error
-        self._on_event(live, "run_finished", {"status": status, "error": error})
+        live.on_event("run_finished", {"status": status, "error": error})
         self._finish(live, result, after)
         return result
 
     def _finish(self, live: LiveRun, result: RunResult,
                 after: Callable[[RunResult], Any] | None = None) -> None:
+        if result.status == "interrupted" and not result.error:
+            result.error = f"{self.stop_reason}; this is the best answer so far"
+        result = live.record.clean(result)  # what leaves the process: redacted, encodable
         if after is not None:
             try:
                 live.outcome = after(result)
@@ -337,9 +345,13 @@ class Engine:
                 live.outcome_error = f"the run finished ({result.status}) but its outcome " \
                                      f"could not be recorded: {e}"
         live.result = result
-        live.record.finish(result)
-        live.done.set()
-        self.live.pop(live.run_id, None)  # from now on it is served from its files
+        try:
+            live.record.finish(result)
+        except OSError:
+            log.exception("writing the record of run %s failed", live.run_id)
+        finally:
+            live.done.set()
+            self.live.pop(live.run_id, None)  # from now on it is served from its files
 
     async def _close(self, backends: dict[str, Backend]) -> None:
         """Close the backends that are not kept for later runs."""

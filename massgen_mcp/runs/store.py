@@ -18,8 +18,8 @@ from typing import Any
 
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import InputError, RunNotFoundError
-from massgen_mcp.paths import runs_dir
-from massgen_mcp.redaction import KEY_SHAPES
+from massgen_mcp.paths import runs_dir, write_atomic
+from massgen_mcp.redaction import Redactor
 
 _RUN_ID = re.compile(r"^run_[0-9]{8}T[0-9]{6}Z_[0-9a-f]{6}$")
 
@@ -33,28 +33,6 @@ def check_run_id(run_id: str) -> str:
         raise InputError(f"'{run_id}' is not a run id (they look like "
                          "run_20261130T183300Z_a1b2c3); list_runs shows the recent ones")
     return run_id
-
-
-class Redactor:
-    """Replaces known secrets and key-shaped strings with `***`."""
-
-    def __init__(self, known: list[str] | None = None) -> None:
-        self.known = sorted({k for k in (known or []) if k and len(k) >= 6}, key=len,
-                            reverse=True)
-
-    def text(self, s: str) -> str:
-        for k in self.known:
-            s = s.replace(k, "***")
-        return KEY_SHAPES.sub("***", s)
-
-    def json(self, obj: Any) -> str:
-        return self.text(json.dumps(obj, ensure_ascii=False, default=str))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _process_start(pid: int) -> str | None:
@@ -105,15 +83,21 @@ class RunRecord:
             self._events.flush()
         return line
 
+    def clean(self, result: RunResult) -> RunResult:
+        """`result` as it may leave the process: keys redacted, text encodable."""
+        return RunResult.model_validate(self.redact.value(result.model_dump(mode="json")))
+
     def status(self, result: RunResult) -> None:
         body = {**result.model_dump(mode="json"), "owner": _owner()}
         write_atomic(self.dir / "status.json", self.redact.json(body))
 
     def finish(self, result: RunResult) -> None:
-        text = self.redact.json(result.model_dump(mode="json"))
-        write_atomic(self.dir / "result.json", text)
-        write_atomic(self.dir / "status.json", text)
-        self._events.close()
+        try:
+            text = self.redact.json(result.model_dump(mode="json"))
+            write_atomic(self.dir / "result.json", text)
+            write_atomic(self.dir / "status.json", text)
+        finally:
+            self._events.close()
 
 
 class RunStore:

@@ -55,7 +55,8 @@ class ToolHost:
     async def team_for(self, ctx: Context, **choice: Any) -> Any:
         """The call's team (models/team/limits in `choice`), checked against what the client
         can do: a sampling team needs a client that can sample on this connection."""
-        team = await self.app.team_for(sampling_available=self.can_sample(ctx), **choice)
+        team = await self.app.team_for(sampling_available=self.can_sample(ctx), from_tool=True,
+                                       **choice)
         self.check_sampling(team, ctx)
         return team
 

@@ -13,7 +13,7 @@ from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from massgen_mcp.app import App
@@ -56,14 +56,20 @@ def _summary(r: RunResult) -> RunSummary:
 
 
 def _tool_result(result: RunResult, notes: tuple[str, ...] = ()) -> CallToolResult:
-    """The run as a tool result. A failed run (or one stopped with no answer at all) is an
-    error to the client, with its structured result still attached. `notes` say how the
-    team was put together (agents left out for missing keys)."""
+    """The run as a tool result, shortened when it would be too big for MCP clients, with
+    one line saying where to watch the run. A failed run (or one stopped with no answer at
+    all) is an error to the client, with its structured result still attached. `notes` say
+    how the team was put together (agents left out for missing keys)."""
+    from massgen_mcp.runs.view import view_hint
+    from massgen_mcp.server.result_size import fit_result
+
     settle_wording(result)
-    text = "\n".join([*(f"Note: {n}" for n in notes), result_text(result)])
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=result.model_dump(mode="json"),
-                          is_error=is_error(result))
+    text = "\n".join([*(f"Note: {n}" for n in notes), result_text(result),
+                      view_hint(result.run_id)])
+    out = fit_result(text, result.model_dump(mode="json"), f"massgen://runs/{result.run_id}",
+                     f"{result.log_dir}/result.json")
+    out.is_error = is_error(result)
+    return out
 
 
 def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
@@ -113,11 +119,11 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
     @tool_errors
     async def get_run(
         run_id: Annotated[str, Field(description="The run id returned by run_consensus.")],
-    ) -> RunResult:
+    ) -> Annotated[CallToolResult, RunResult]:
         """The status of a run (running, completed, timeout, failed, cancelled, interrupted)
         and, when it is over, its full result. Use it to follow a run started with
         wait=false."""
-        return app.engine.get(run_id)
+        return _tool_result(app.engine.get(run_id))
 
     @mcp.tool(title="List runs")
     @tool_errors
@@ -133,12 +139,18 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         run_id: Annotated[str, Field(description="The run to stop.")],
     ) -> CancelResult:
         """Stop a running run. In-flight model calls are cancelled; the run is recorded as
-        cancelled with the best answer so far."""
-        stopped = app.engine.cancel(run_id)
-        status = app.engine.get(run_id).status
-        message = ("cancelled" if stopped else
-                   f"not running in this server (status: {status}); nothing to cancel")
-        return CancelResult(run_id=run_id, cancelled=stopped, status=status, message=message)
+        cancelled with the best answer so far. Reports what happened: `cancelled` is true
+        only when the run has stopped as cancelled."""
+        requested, status = await app.engine.cancel_and_wait(run_id)
+        cancelled = requested and status in ("cancelled", "interrupted")
+        if cancelled:
+            message = f"stopped (status: {status})"
+        elif requested:
+            message = (f"asked the run to stop, but it has not stopped yet (status: {status}); "
+                       "check again with get_run")
+        else:
+            message = f"not running in this server (status: {status}); nothing to cancel"
+        return CancelResult(run_id=run_id, cancelled=cancelled, status=status, message=message)
 
     @mcp.tool(title="List backends")
     @tool_errors

@@ -87,8 +87,18 @@ def serve(args: argparse.Namespace) -> int:
               "(clients send 'Authorization: Bearer <token>'), or bind 127.0.0.1.",
               file=sys.stderr)
         return 2
+    from massgen_mcp.config.trust import TeamPolicy
+
+    try:
+        policy = TeamPolicy.create(args.team_dir, args.allow_team_path,
+                                   [args.team, args.checkpoint_team])
+    except MassgenError as e:
+        print(f"massgen-mcp: {e}", file=sys.stderr)
+        return 2
     app = App(state_dir(args.state_dir), default_team=args.team,
-                      checkpoint_team=args.checkpoint_team)
+              checkpoint_team=args.checkpoint_team, team_policy=policy,
+              allow_secret_files=args.allow_secret_files,
+              allow_cli_agents=args.allow_cli_agents)
     for name in filter(None, (args.team, args.checkpoint_team)):
         try:
             from massgen_mcp.config.choose import resolve_team
@@ -108,9 +118,9 @@ def serve(args: argparse.Namespace) -> int:
                 work.start_soon(_cancel_when, stop, work.cancel_scope)
                 try:
                     if args.transport == "stdio":
-                        await mcp.run_stdio_async()
+                        await _serve_stdio(mcp, app)
                     else:
-                        await _serve_http(mcp, args, token, stop)
+                        await _serve_http(mcp, args, token, stop, app)
                 finally:
                     app.engine.shutting_down = True  # live runs become "interrupted"
                     work.cancel_scope.cancel()
@@ -126,14 +136,39 @@ def serve(args: argparse.Namespace) -> int:
     os._exit(0)
 
 
+async def _serve_stdio(mcp: MCPServer, app: App) -> None:
+    """`mcp.run_stdio_async()`, except that the end of stdin is noted before the session
+    ends: the runs it stops are then `interrupted` because the client went away, not
+    `cancelled` as if the client had asked."""
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = mcp._lowlevel_server  # run_stdio_async offers no way to watch the stream
+    async with stdio_server() as (read, write):
+        tx, rx = anyio.create_memory_object_stream[Any](0)
+
+        async def watch() -> None:
+            async with tx:
+                async for message in read:
+                    await tx.send(message)
+                # Before the session sees the end (when `tx` closes) and stops its requests.
+                app.engine.shut_down("the MCP client disconnected (stdin closed) while the "
+                                     "run was live")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            await lowlevel.run(rx, write, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()
+
+
 async def _on_signals(app: App, stop: anyio.Event, stdio: bool) -> None:
     """SIGTERM/SIGINT: stop serving and cancel live runs, so every run record is closed
     (as `interrupted`) and every agent tool server is shut down before we exit."""
     import signal
 
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for _ in signals:
-            app.engine.shutting_down = True
+        async for sig in signals:
+            name = "SIGTERM" if sig == signal.SIGTERM else "SIGINT"
+            app.engine.shut_down(f"the server was stopped ({name}) while the run was live")
             stop.set()
             break
     if stdio:
@@ -152,16 +187,26 @@ async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
 
 
 async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | None,
-                      stop: anyio.Event) -> None:
+                      stop: anyio.Event, app: App) -> None:
     import uvicorn
+
+    from massgen_mcp.server.http_limits import TimedH11Protocol, raise_fd_limit
+
+    raise_fd_limit()
+    protocol = type("Protocol", (TimedH11Protocol,), {"read_timeout": args.request_timeout})
+    from massgen_mcp.runs.view.web import with_viewer
 
     class _Server(uvicorn.Server):
         def capture_signals(self) -> Any:  # we handle signals ourselves (see _on_signals)
             return contextlib.nullcontext()
 
     asgi = http_app(mcp, args.transport, args.host, token, args.allowed_host)
+    # The run viewer at /runs, behind the same token and Host checks.
+    asgi = with_viewer(asgi, app.engine, host=args.host, port=args.port, token=token,
+                       allowed_hosts=args.allowed_host)
     config = uvicorn.Config(asgi, host=args.host, port=args.port, log_level="warning",
-                            lifespan="on", timeout_graceful_shutdown=3)
+                            lifespan="on", timeout_graceful_shutdown=3,
+                            http=protocol)  # half-sent requests time out
     server = _Server(config)
 
     async def exit_on_stop() -> None:

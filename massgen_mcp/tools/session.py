@@ -11,75 +11,57 @@ Each session lives in one task of its own (open, signal ready, wait for close), 
 cancel scopes are entered and left by the same task whatever the caller does; leaving the
 ``open_toolboxes`` block for any reason closes every session, and the SDK then stops each
 stdio server (close stdin, wait, SIGTERM/SIGKILL to its process group, every wait bounded).
+
+Why not the SDK's ``ClientSessionGroup``: it connects servers one after another in the
+caller's task with no per-server start-up deadline, a server that fails to connect raises
+instead of being dropped, it closes sessions from other tasks than the ones that opened
+them (anyio cancel scopes forbid that when a server is still starting), and it names tools
+by the server's self-reported name where we need the config's name (``mcp__<name>__<tool>``)
+and per-agent filters. What it does well is reused: one ``AsyncExitStack`` per session.
+Every stdio server is started through ``guard.py`` so that no kill timing leaves an orphan.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import re
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from massgen_mcp.messages import ToolCall, ToolSpec
+from massgen_mcp.runs.live import notify
+from massgen_mcp.tools.toolbox import (
+    MAX_RESULT_CHARS,
+    PREFIX,
+    AgentToolbox,
+    AgentToolConfig,
+    EventFn,
+    describe,
+    render_result,
+    tool_name,
+)
 
 if TYPE_CHECKING:  # the MCP SDK is imported on first use: runs without tools never pay for it
     import mcp_types as types
     from mcp import ClientSession
 
     from massgen_mcp.config.team import BackendConfig, MCPServerConfig
+    from massgen_mcp.redaction import Redactor
 
 log = logging.getLogger(__name__)
 
-PREFIX = "mcp__"
-MAX_RESULT_CHARS = 20_000
-MAX_NAME_LENGTH = 64  # the tightest provider limit on function names (OpenAI, Anthropic)
-_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 # Whatever else the SDK adds (HOME, LOGNAME, PATH, SHELL, TERM, USER), these pass through.
 _PASSTHROUGH_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "SYSTEMROOT", "TEMP", "TMP")
 _CALL_GRACE = 5.0  # on top of the per-call timeout, for a transport that cannot even send
 # Bound on a graceful close; stdio process shutdown is shielded inside the SDK and bounded there.
 _CLOSE_TIMEOUT = 5.0
-
-EventFn = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass(frozen=True, slots=True)
-class AgentToolConfig:
-    """One agent's tool servers and its backend-level tool filters."""
-
-    servers: tuple[MCPServerConfig, ...] = ()
-    allowed_tools: tuple[str, ...] | None = None
-    exclude_tools: tuple[str, ...] | None = None
-
-    @classmethod
-    def from_backend(cls, backend: BackendConfig) -> AgentToolConfig:
-        return cls(
-            servers=tuple(backend.servers()),
-            allowed_tools=_opt_tuple(backend.allowed_tools),
-            exclude_tools=_opt_tuple(backend.exclude_tools),
-        )
-
-
-def _opt_tuple(items: Sequence[str] | None) -> tuple[str, ...] | None:
-    return None if items is None else tuple(items)
-
-
-def tool_name(server: str, tool: str) -> str:
-    """The name the model sees: ``mcp__<server>__<tool>``, made safe for every provider."""
-    name = _BAD_NAME_CHARS.sub("_", f"{PREFIX}{server}__{tool}")
-    if len(name) > MAX_NAME_LENGTH:
-        digest = hashlib.sha1(name.encode()).hexdigest()[:8]
-        name = f"{name[: MAX_NAME_LENGTH - 9]}_{digest}"
-    return name
+_GUARD = str(Path(__file__).with_name("guard.py"))
 
 
 def server_environment(
@@ -99,43 +81,12 @@ def server_environment(
     return env
 
 
-def render_result(result: types.CallToolResult, limit: int = MAX_RESULT_CHARS) -> str:
-    """A tool result as text: text blocks joined, other content described, size bounded."""
-    import mcp_types as types
-
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, types.ImageContent | types.AudioContent):
-            kind = "image" if isinstance(block, types.ImageContent) else "audio"
-            parts.append(f"[{kind}: {block.mime_type}, {len(block.data) * 3 // 4} bytes]")
-        elif isinstance(block, types.EmbeddedResource):
-            res = block.resource
-            if isinstance(res, types.TextResourceContents):
-                parts.append(f"[resource {res.uri}]\n{res.text}")
-            else:
-                parts.append(f"[resource {res.uri}: {res.mime_type or 'binary'}, "
-                             f"{len(res.blob) * 3 // 4} bytes]")
-        elif isinstance(block, types.ResourceLink):
-            parts.append(f"[resource link {block.uri}: {block.name}]")
-        else:
-            parts.append(f"[{getattr(block, 'type', 'unknown')} content]")
-    has_text = any(isinstance(b, types.TextContent) for b in result.content)
-    if result.structured_content is not None and not has_text:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
-    text = "\n".join(parts)
-    if len(text) > limit:
-        text = f"{text[:limit]}\n[truncated: showing {limit} of {len(text)} characters]"
-    return text
-
-
-class _Server:
+class ServerSession:
     """One MCP session of one agent, owned by the single task that runs ``run()``."""
 
     def __init__(self, agent_id: str, config: MCPServerConfig, *, run_dir: Path,
                  startup_timeout: float, call_timeout: float,
-                 base_env: Mapping[str, str] | None) -> None:
+                 base_env: Mapping[str, str] | None, redactor: Redactor | None = None) -> None:
         self.agent_id = agent_id
         self.config = config
         self.name = config.name
@@ -143,12 +94,15 @@ class _Server:
         self.reason = ""
         self.tools: list[types.Tool] = []
         self.startup_seconds: float | None = None
-        self.on_lost: Callable[[_Server], None] = lambda _s: None
+        self.on_lost: Callable[[ServerSession], None] = lambda _s: None
         self._session: ClientSession | None = None
         self._run_dir = run_dir
         self._startup_timeout = startup_timeout
         self._call_timeout = call_timeout
         self._base_env = base_env
+        self._redactor = redactor
+        self._spawning = False  # a stop now would leak the process: `_stop` defers it
+        self._stop_pending = False
         self._settled = anyio.Event()  # started or failed
         self._closing = anyio.Event()
         self._scope = anyio.CancelScope()
@@ -158,7 +112,10 @@ class _Server:
         from mcp import ClientSession
 
         t0 = time.monotonic()
-        with self._scope:
+        # Shielded from the caller's cancellation, which `open_toolboxes` turns into `close()`:
+        # a cancel delivered while the SDK spawns the process would leak it (asyncio then
+        # kills only the leader, not its group). Our own stops wait for the spawn (`_stop`).
+        with anyio.CancelScope(shield=True), self._scope:
             try:
                 async with AsyncExitStack() as stack:
                     read, write = await self._open(stack)
@@ -175,7 +132,7 @@ class _Server:
                 if self.state == "starting":
                     self._fail(self._startup_failure(exc))
                 elif self.state == "ready":
-                    self.lost(_describe(exc))
+                    self.lost(describe(exc))
                 else:
                     log.debug("MCP server %s/%s closed with %r", self.agent_id, self.name, exc)
         self._settled.set()
@@ -189,7 +146,7 @@ class _Server:
         if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
             what = "exited during start-up" if self.stderr_path else "closed the connection"
             return what + self._stderr_tail()
-        return _describe(exc) + self._stderr_tail()
+        return describe(exc) + self._stderr_tail()
 
     async def _open(self, stack: AsyncExitStack) -> Any:
         if self.config.type == "streamable-http":
@@ -199,17 +156,33 @@ class _Server:
     async def _open_stdio(self, stack: AsyncExitStack) -> Any:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
+        from massgen_mcp.redaction import Redactor
+        from massgen_mcp.tools.stderr_log import StderrLog
+
         tools_dir = self._run_dir / "tools"
         tools_dir.mkdir(parents=True, exist_ok=True)
         self.stderr_path = tools_dir / f"{_safe(self.agent_id)}-{self.name}.stderr.log"
-        errlog = stack.enter_context(self.stderr_path.open("a", encoding="utf-8"))
+        # Entered first, left last: the log drains after the process is gone.
+        # A server may echo its own token: its env values are secrets in its log.
+        redactor = (self._redactor or Redactor()).extended(
+            v for v in self.config.env.values() if len(v) >= 8)
+        errlog = await stack.enter_async_context(StderrLog(self.stderr_path, redactor))
+        command, args = self.config.command or "", list(self.config.args)
+        if os.name == "posix":  # the guard takes the server's group down if we die
+            command, args = sys.executable, ["-I", "-S", _GUARD, command, *args]
         params = StdioServerParameters(
-            command=self.config.command or "",
-            args=self.config.args,
-            env=server_environment(self.config.env, self._base_env),
-            cwd=self.config.cwd,
-        )
-        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            command=command, args=args, cwd=self.config.cwd,
+            env=server_environment(self.config.env, self._base_env))
+        assert errlog.errlog is not None
+        self._spawning = True
+        try:
+            read, write = await stack.enter_async_context(
+                stdio_client(params, errlog=errlog.errlog))
+        finally:
+            self._spawning = False
+        errlog.spawned()
+        if self._stop_pending:
+            self._scope.cancel()
         # Relay the server's messages so its exit is seen at once, not at the next call.
         relay_tx, relay_rx = anyio.create_memory_object_stream[Any](0)
         tg = await stack.enter_async_context(anyio.create_task_group())
@@ -242,6 +215,12 @@ class _Server:
             await self._settled.wait()
         if self.state == "starting":
             self._fail(f"did not start within {self._startup_timeout:g}s{self._stderr_tail()}")
+            self._stop()
+
+    def _stop(self) -> None:
+        if self._spawning:
+            self._stop_pending = True
+        else:
             self._scope.cancel()
 
     async def call(self, tool: str, exposed: str, arguments: dict[str, Any]) -> tuple[str, bool]:
@@ -273,7 +252,7 @@ class _Server:
             self._closing.set()
         elif self.state == "starting":
             self.state, self.reason = "failed", "the run ended before it started"
-            self._scope.cancel()
+            self._stop()
 
     def lost(self, reason: str) -> None:
         """Mark a started server dead (once) and let its task tear the session down."""
@@ -308,124 +287,7 @@ class _Server:
             return ""
         if not lines:
             return ""
-        line = lines[-1][-300:]
-        for secret in self.config.env.values():  # a server may echo its own token
-            if len(secret) >= 8:
-                line = line.replace(secret, "***")
-        return f"; last stderr line: {line}"
-
-
-class AgentToolbox:
-    """One agent's MCP client sessions for a whole run.
-
-    ``tools`` lists what the model may call now (servers that died are removed); ``notes``
-    explains, in words for the run's result, what was dropped or filtered and why.
-    """
-
-    def __init__(self, agent_id: str, config: AgentToolConfig, servers: list[_Server],
-                 emit: EventFn) -> None:
-        self.agent_id = agent_id
-        self.tools: list[ToolSpec] = []
-        self.notes: list[str] = []
-        self._config = config
-        self._servers = servers
-        self._emit = emit
-        self._routes: dict[str, tuple[_Server, str]] = {}
-        for server in servers:
-            server.on_lost = self._on_lost
-
-    @property
-    def server_states(self) -> dict[str, str]:
-        """Each server's state: ready, failed, dead or closing."""
-        return {s.name: s.state for s in self._servers}
-
-    def owns(self, tool_name: str) -> bool:
-        """Whether a call by this name is an MCP tool call this toolbox should answer."""
-        return tool_name in self._routes or tool_name.startswith(PREFIX)
-
-    async def call(self, call: ToolCall) -> tuple[str, bool]:
-        """Run one tool call; returns ``(text, is_error)`` and never raises (bar cancellation).
-
-        Safe to run concurrently: the MCP session matches answers to requests by id.
-        """
-        route = self._routes.get(call.name)
-        if route is None:
-            names = ", ".join(t.name for t in self.tools[:30]) or "none"
-            more = f" and {len(self.tools) - 30} more" if len(self.tools) > 30 else ""
-            return f"unknown tool {call.name}; the MCP tools available are: {names}{more}", True
-        server, tool = route
-        if call.arguments_error:
-            return f"{call.name} was not called: invalid arguments: {call.arguments_error}", True
-        try:
-            return await server.call(tool, call.name, dict(call.arguments))
-        except Exception as exc:  # the model gets a result, we get a log line
-            log.warning("MCP tool %s of agent %s failed: %r", call.name, self.agent_id, exc)
-            return f"{call.name} failed: {_describe(exc)}", True
-
-    def _build(self) -> None:
-        for server in self._servers:
-            if server.state == "failed":
-                self._note_failed(server)
-        ready = [s for s in self._servers if s.state == "ready"]
-        used: set[str] = set()
-        for server in ready:
-            hidden = 0
-            for tool in server.tools:
-                if not self._allowed(server.name, tool.name):
-                    hidden += 1
-                    continue
-                name = tool_name(server.name, tool.name)
-                n = 2
-                while name in self._routes:  # two raw names that sanitize alike
-                    name = tool_name(server.name, f"{tool.name}_{n}")
-                    n += 1
-                self._routes[name] = (server, tool.name)
-                self.tools.append(_spec(name, tool))
-            for tool in server.tools:
-                used |= self._keys(server.name, tool.name)
-            if hidden:
-                self.notes.append(f"MCP server '{server.name}': {hidden} of {len(server.tools)} "
-                                  "tools hidden by allowed_tools/exclude_tools")
-        if len(ready) == len(self._servers):  # a failed server's names cannot be checked
-            lists: list[Sequence[str] | None] = [self._config.allowed_tools,
-                                                 self._config.exclude_tools]
-            for server in self._servers:
-                lists += [server.config.allowed_tools, server.config.exclude_tools]
-            for entry in dict.fromkeys(e for entries in lists for e in entries or ()):
-                if entry not in used:
-                    self.notes.append(f"tool filter entry '{entry}' matches no tool")
-
-    def _allowed(self, server: str, tool: str) -> bool:
-        keys = self._keys(server, tool)
-        cfg = self._servers_by_name(server).config
-        for allowed in (self._config.allowed_tools, cfg.allowed_tools):
-            if allowed is not None and not keys & set(allowed):
-                return False
-        for excluded in (self._config.exclude_tools, cfg.exclude_tools):
-            if excluded and keys & set(excluded):
-                return False
-        return True
-
-    @staticmethod
-    def _keys(server: str, tool: str) -> set[str]:
-        return {tool, f"{PREFIX}{server}__{tool}", tool_name(server, tool)}
-
-    def _servers_by_name(self, name: str) -> _Server:
-        return next(s for s in self._servers if s.name == name)
-
-    def _note_failed(self, server: _Server) -> None:
-        self.notes.append(f"MCP server '{server.name}' failed to start: {server.reason}; "
-                          "its tools are not available")
-        self._emit("tool_server_failed", {"agent": self.agent_id, "server": server.name,
-                                          "reason": server.reason})
-
-    def _on_lost(self, server: _Server) -> None:
-        gone = [name for name, (s, _) in self._routes.items() if s is server]
-        self.tools = [t for t in self.tools if t.name not in gone]
-        self.notes.append(f"MCP server '{server.name}' stopped during the run: {server.reason}; "
-                          f"its {len(gone)} tools were removed")
-        self._emit("tool_server_died", {"agent": self.agent_id, "server": server.name,
-                                        "reason": server.reason, "tools_removed": gone})
+        return f"; last stderr line: {lines[-1][-300:]}"  # the log is redacted already
 
 
 @asynccontextmanager
@@ -437,6 +299,7 @@ async def open_toolboxes(
     call_timeout: float,
     on_event: EventFn | None = None,
     base_env: Mapping[str, str] | None = None,
+    redactor: Redactor | None = None,
 ) -> AsyncIterator[dict[str, AgentToolbox]]:
     """Start every agent's MCP servers concurrently; yield ``{agent_id: AgentToolbox}``.
 
@@ -446,12 +309,13 @@ async def open_toolboxes(
     the same task; on leaving it, for any reason, every session is closed and every stdio
     server stopped before the block returns (bounded by the SDK's kill escalation, ~6 s).
     ``base_env`` is where PATH, HOME and locale for stdio servers come from (os.environ).
+    ``redactor`` cleans the servers' stderr logs (by default, of key-shaped text only).
     """
     from massgen_mcp.config.team import BackendConfig
 
     emit = _safe_emitter(on_event)
     toolboxes: dict[str, AgentToolbox] = {}
-    servers: list[_Server] = []
+    servers: list[ServerSession] = []
     for agent_id, raw in agents.items():
         if isinstance(raw, BackendConfig):
             config = AgentToolConfig.from_backend(raw)
@@ -459,8 +323,9 @@ async def open_toolboxes(
             config = raw
         else:
             config = AgentToolConfig(servers=tuple(raw))
-        mine = [_Server(agent_id, s, run_dir=run_dir, startup_timeout=startup_timeout,
-                        call_timeout=call_timeout, base_env=base_env) for s in config.servers]
+        mine = [ServerSession(agent_id, s, run_dir=run_dir, startup_timeout=startup_timeout,
+                              call_timeout=call_timeout, base_env=base_env,
+                              redactor=redactor) for s in config.servers]
         servers += mine
         toolboxes[agent_id] = AgentToolbox(agent_id, config, mine, emit)
     try:
@@ -492,14 +357,6 @@ async def open_toolboxes(
         raise exc from exc.__cause__
 
 
-def _spec(name: str, tool: types.Tool) -> ToolSpec:
-    schema = dict(tool.input_schema or {})
-    schema.setdefault("type", "object")
-    if schema["type"] == "object":
-        schema.setdefault("properties", {})
-    return ToolSpec(name=name, description=tool.description or tool.title or "", parameters=schema)
-
-
 async def _list_tools(session: ClientSession) -> list[types.Tool]:
     import mcp_types as types
 
@@ -514,20 +371,6 @@ async def _list_tools(session: ClientSession) -> list[types.Tool]:
             return tools
 
 
-def _describe(exc: BaseException) -> str:
-    """A one-line account of a failure, unwrapping task-group exception groups."""
-    from mcp.shared.exceptions import MCPError
-
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    if isinstance(exc, MCPError):
-        return f"MCP error {exc.code}: {exc.message}"
-    if isinstance(exc, FileNotFoundError):
-        return f"command not found: {exc.filename or exc}"
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
-
-
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text) or "agent"
 
@@ -535,11 +378,8 @@ def _safe(text: str) -> str:
 def _safe_emitter(on_event: EventFn | None) -> EventFn:
     def emit(kind: str, data: dict[str, Any]) -> None:
         log.info("%s %s", kind, data)
-        if on_event is not None:
-            try:
-                on_event(kind, data)
-            except Exception:  # a broken listener must not break tools
-                log.exception("on_event listener failed for %s", kind)
+        if on_event is not None:  # a broken listener must not break tools
+            notify([on_event], kind, data, what=f"on_event listener for {kind}")
     return emit
 
 

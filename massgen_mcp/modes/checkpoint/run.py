@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,9 @@ class _RecordingFormat:
     def __init__(self, inner: AnswerFormat, ckpt_dir: Path) -> None:
         self.inner, self.ckpt_dir, self.count = inner, ckpt_dir, 0
         self.noun = inner.noun
+        #: The run's redaction, set once the run exists: candidates are model output and
+        #: may quote a key.
+        self.redact: Callable[[Any], Any] = lambda value: value
 
     def tool_description(self) -> str:
         return self.inner.tool_description()
@@ -64,10 +68,11 @@ class _RecordingFormat:
         try:
             parsed = self.inner.parse(arguments)
         except AnswerRejected as e:
-            record_candidate(self.ckpt_dir, label, arguments.get("plan", arguments),
-                             problems=e.problems)
+            record_candidate(self.ckpt_dir, label,
+                             self.redact(arguments.get("plan", arguments)),
+                             problems=self.redact(e.problems))
             raise
-        record_candidate(self.ckpt_dir, label, parsed.data)
+        record_candidate(self.ckpt_dir, label, self.redact(parsed.data))
         return parsed
 
 
@@ -104,8 +109,10 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
     task = review_task(session, objective, action_goals, eval_criteria, include_format=False)
     ckpt = new_checkpoint_dir(session, objective=objective, action_goals=action_goals,
                               eval_criteria=eval_criteria, review_task=task)
-    prepared = engine.prepare_run(team, task, mode="checkpoint",
-                               answer_format=_RecordingFormat(fmt, ckpt), **prepare_kwargs)
+    recording = _RecordingFormat(fmt, ckpt)
+    prepared = engine.prepare_run(team, task, mode="checkpoint", answer_format=recording,
+                                  **prepare_kwargs)
+    recording.redact = prepared.live.record.redact.value
 
     def record(result: RunResult) -> CheckpointResult:
         votes = [v.model_dump() for v in result.votes]

@@ -1,7 +1,7 @@
 """Stored plans: ``<state dir>/plans/<plan_id>/`` with ``plan.json``, ``plan.md`` and
 ``metadata.json``.
 
-Every file is written to a temporary name and moved into place with `os.replace`;
+Every file is written with `paths.write_atomic` (a temporary file, fsync, rename);
 ``metadata.json`` is written last, so a directory without it is an unfinished save and is
 ignored. Plan ids look like ``plan_20261130T183300Z_ab12``: they sort by creation second, and
 the random suffix plus an exclusive ``mkdir`` keeps them unique within a second.
@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
-import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 from massgen_mcp.errors import InputError, MassgenError
 from massgen_mcp.modes.planning.answer_format import plan_markdown
 from massgen_mcp.modes.planning.schema import Plan, accepted_task_range, validate_plan
-from massgen_mcp.paths import plans_dir
+from massgen_mcp.paths import plans_dir, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +100,10 @@ def save_plan(
         chunk_count=len(plan.chunks()),
         consensus=consensus,
     )
-    _write(folder / "plan.json", plan.model_dump_json(indent=2))
-    _write(folder / "plan.md", markdown)
-    _write(folder / "metadata.json", metadata.model_dump_json(indent=2))  # last: marks it done
+    write_atomic(folder / "plan.json", plan.model_dump_json(indent=2))
+    write_atomic(folder / "plan.md", markdown)
+    # last: marks the save done
+    write_atomic(folder / "metadata.json", metadata.model_dump_json(indent=2))
     return StoredPlan(
         plan_id=plan_id, goal=goal, depth=depth, plan=plan, markdown=markdown,
         metadata=metadata, path=str(folder),
@@ -179,19 +178,6 @@ def _new_folder(root: Path) -> tuple[Path, str, datetime]:
             continue
         return folder, plan_id, now
     raise MassgenError(f"could not pick a free plan id in {root}")
-
-
-def _write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _metadata_newest_first(root: Path) -> list[PlanMetadata]:

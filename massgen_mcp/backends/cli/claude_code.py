@@ -1,0 +1,104 @@
+"""Claude Code as a team member: ``claude -p --output-format stream-json``.
+
+One invocation per turn, resumed across turns (``--session-id`` first, ``--resume`` after).
+The workflow tools reach it as ``mcp__massgen__new_answer`` / ``mcp__massgen__vote`` through
+``--mcp-config`` (``--strict-mcp-config``: the user's own MCP servers are not mixed in), and
+are pre-approved with ``--allowedTools``. ``base_url`` / ``api_key`` become
+``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY`` (and ``--bare``, which skips the user's
+hooks, plugins and CLAUDE.md, and reads only that key); without them Claude Code uses the
+user's own login. Facts in shared/reference/cli-agents.md.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from massgen_mcp.backends.cli._base import SERVER_NAME, CliBackend, TurnState
+from massgen_mcp.messages import Usage
+
+DEFAULT_PERMISSION_MODE = "acceptEdits"  # file edits in its workspace; shell needs allowing
+
+
+class ClaudeCodeBackend(CliBackend):
+    default_command = "claude"
+    display = "Claude Code"
+    install_hint = "install it with `npm install -g @anthropic-ai/claude-code`"
+    login_hint = ("log in with `claude` (then /login), or give backend.api_key (with "
+                  "base_url for another endpoint)")
+
+    def command(self, exe: str, prompt: str, system_text: str, mcp: dict[str, Any],
+                resume: str | None) -> tuple[list[str], dict[str, str]]:
+        o = self.opts
+        config = self.root / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {
+            name: {"type": "stdio", **s} if "url" not in s else s for name, s in mcp.items()}}),
+            encoding="utf-8")
+        allowed = [f"mcp__{SERVER_NAME}", *(f"mcp__{n}" for n in mcp if n != SERVER_NAME),
+                   *o.allowed_tools]
+        arg = self.prompt_arg(prompt)
+        argv = [exe, "-p", *([arg] if arg is not None else []),
+                "--output-format", "stream-json", "--verbose",
+                "--mcp-config", str(config), "--strict-mcp-config",
+                "--permission-mode", o.permission_mode or DEFAULT_PERMISSION_MODE,
+                "--allowedTools", ",".join(allowed)]
+        if o.system_prompt:
+            argv += ["--system-prompt", o.system_prompt]
+        argv += ["--append-system-prompt", system_text]
+        if o.disallowed_tools:
+            argv += ["--disallowedTools", ",".join(o.disallowed_tools)]
+        if self.model and self.model != "default":
+            argv += ["--model", self.model]
+        if o.max_turns:
+            argv += ["--max-turns", str(o.max_turns)]
+        for d in self.snapshot_dirs(prompt):
+            argv += ["--add-dir", str(d)]
+        if self._spec.api_key is not None:
+            argv.append("--bare")
+        if resume:
+            argv += ["--resume", resume]
+        else:
+            self.session_id = str(uuid.uuid4())
+            argv += ["--session-id", self.session_id]
+        extra = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                 # wait for the MCP servers before the first model request (else the tools
+                 # may not exist yet), see the reference
+                 "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
+                 "CLAUDE_CODE_MAX_RETRIES": str(o.max_retries)}
+        if self._spec.base_url:
+            extra["ANTHROPIC_BASE_URL"] = self._spec.base_url
+        if self._spec.api_key is not None:
+            extra["ANTHROPIC_API_KEY"] = self._spec.api_key.get_secret_value()
+        return argv, self.child_env(**extra)
+
+    def on_event(self, event: dict[str, Any], state: TurnState) -> None:
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init":
+            state.session_id = event.get("session_id") or state.session_id
+            for s in event.get("mcp_servers") or []:
+                if s.get("name") == SERVER_NAME and s.get("status") not in ("connected", None):
+                    state.error = (f"the massgen workflow MCP server did not connect "
+                                   f"({s.get('status')})")
+        elif kind == "result":
+            state.got_result = True
+            state.session_id = event.get("session_id") or state.session_id
+            u = event.get("usage") or {}
+            state.usage = Usage(
+                input_tokens=int(u.get("input_tokens") or 0)
+                + int(u.get("cache_read_input_tokens") or 0)
+                + int(u.get("cache_creation_input_tokens") or 0),
+                output_tokens=int(u.get("output_tokens") or 0),
+                calls=int(event.get("num_turns") or 1))
+            result = event.get("result")
+            state.text = result if isinstance(result, str) else ""
+            if event.get("is_error") or event.get("subtype") != "success":
+                state.error = state.text or str(event.get("subtype") or "error")
+
+    def classify(self, error: str) -> str | None:
+        low = error.lower()
+        if "login" in low or "api key" in low or "authentication" in low or "401" in low:
+            return self.login_hint
+        if "max turns" in low or "error_max_turns" in low:
+            return "raise backend.max_turns"
+        return None

@@ -1,0 +1,129 @@
+"""`massgen-mcp view` (a local page for the runs, live while they run) and `massgen-mcp
+report` (one run as a self-contained HTML file to share or attach to a pull request)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+from massgen_mcp.paths import state_dir
+
+if TYPE_CHECKING:
+    from massgen_mcp.runs.store import RunStore
+
+
+def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    view = sub.add_parser("view", help="watch runs in the browser (live while they run)",
+                          description="Serve the run viewer on 127.0.0.1 and open it: the "
+                                      "task, each agent's answers and votes, the winner, the "
+                                      "timeline. A running run updates by itself.")
+    view.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID|latest",
+                      help="the run to open (default: the list of runs)")
+    view.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    view.add_argument("--no-open", action="store_true", help="do not open a browser")
+    view.add_argument("--state-dir", default=None, help="where the runs are (default: "
+                                                        "$MASSGEN_MCP_HOME or ./.massgen)")
+    report = sub.add_parser("report", help="write one run as a self-contained HTML file",
+                            description="Write a run as one HTML file with no scripts and no "
+                                        "network fetches, to share or attach to a pull request.")
+    report.add_argument("run_id", metavar="RUN_ID|latest", help="the run")
+    report.add_argument("-o", "--output", default=None,
+                        help="the file to write (default: RUN_ID.html; '-' for stdout)")
+    report.add_argument("--state-dir", default=None, help="where the runs are")
+
+
+def resolve_run(store: RunStore, run_id: str | None) -> str | None:
+    """`latest` -> the newest run id; a run id is checked; None stays None."""
+    from massgen_mcp.errors import MassgenError
+    from massgen_mcp.runs.store import check_run_id
+
+    if run_id is None:
+        return None
+    if run_id == "latest":
+        ids = store.ids(1)
+        if not ids:
+            raise MassgenError(f"there are no runs in {store.root} yet")
+        return ids[0]
+    check_run_id(run_id)
+    if not (store.root / run_id).is_dir():
+        raise MassgenError(f"no run '{run_id}' in {store.root}; `massgen-mcp view` lists them "
+                           "(or pass --state-dir)")
+    return run_id
+
+
+def report_main(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from massgen_mcp.errors import MassgenError
+    from massgen_mcp.runs.store import RunStore
+    from massgen_mcp.runs.view import report_html
+
+    state = state_dir(args.state_dir)
+    try:
+        run_id = resolve_run(RunStore(state), args.run_id)
+        assert run_id is not None
+        text = report_html(state, run_id)
+    except MassgenError as e:
+        print(f"massgen-mcp report: {e}", file=sys.stderr)
+        return 1
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.output or f"{run_id}.html")
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        print(f"massgen-mcp report: cannot write {out}: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {out} ({len(text) // 1024 + 1} KB)", file=sys.stderr)
+    return 0
+
+
+def view_main(args: argparse.Namespace) -> int:
+    import socket
+
+    import anyio
+    import uvicorn
+
+    from massgen_mcp.errors import MassgenError
+    from massgen_mcp.runs.store import RunStore
+    from massgen_mcp.runs.view.web import viewer_app
+
+    state = state_dir(args.state_dir)
+    try:
+        run_id = resolve_run(RunStore(state), args.run_id)
+    except MassgenError as e:
+        print(f"massgen-mcp view: {e}", file=sys.stderr)
+        return 1
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", args.port))
+    except OSError as e:
+        print(f"massgen-mcp view: cannot listen on 127.0.0.1:{args.port}: {e.strerror}; pick "
+              "another --port or leave it out for a free one", file=sys.stderr)
+        return 1
+    port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/runs" + (f"/{run_id}" if run_id else "")
+    config = uvicorn.Config(viewer_app(state), log_level="warning", lifespan="off",
+                            timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, [sock])
+            while not server.started:
+                await anyio.sleep(0.02)
+            # Printed once the socket accepts connections: scripts and tests wait for this.
+            print(f"massgen-mcp view: serving {state} at {url} (Ctrl-C to stop)",
+                  file=sys.stderr, flush=True)
+            if not args.no_open:
+                import webbrowser
+
+                webbrowser.open(url)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(main)
+    return 0

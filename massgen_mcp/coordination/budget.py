@@ -1,0 +1,70 @@
+"""A run's budgets: provider calls, tokens and money, checked on every provider call.
+
+`Budget` is what a conversation (converse.py) reports each call to. The call cap is checked
+before a call starts, so a run never makes more calls than its cap; tokens and cost are
+checked when a call ends (a call's cost is only known then). Reaching any of them stops the
+run with status `budget_exceeded` and the best answer so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from massgen_mcp.config.team import OrchestratorConfig
+from massgen_mcp.coordination.agent import AgentState
+from massgen_mcp.messages import Usage
+
+Stop = Callable[[str], None]  # stops the run with this explanation
+Emit = Callable[..., None]
+
+
+class Budget:
+    """Implements converse.RunHooks for one run."""
+
+    def __init__(self, cfg: OrchestratorConfig, agents: list[AgentState], *, with_tools: int,
+                 stop: Stop, emit: Emit) -> None:
+        self.cfg = cfg
+        self.agents = agents
+        self.max_attempts_per_turn = cfg.max_attempts_per_turn
+        self.max_tool_calls_per_turn = cfg.max_tool_calls_per_turn
+        self.call_cap = cfg.provider_call_cap(len(agents), with_tools)
+        self.calls_started = 0
+        self.stopped = False
+        self._stop = stop
+        self._emit = emit
+
+    def starting_call(self, a: AgentState) -> bool:
+        if self.stopped:
+            return False
+        if self.calls_started >= self.call_cap:
+            self._emit("budget_exceeded", max_provider_calls=self.call_cap)
+            self.stop(f"the run reached its cap of {self.call_cap} provider calls "
+                      "(max_provider_calls)")
+            return False
+        self.calls_started += 1
+        return True
+
+    def finished_call(self, a: AgentState, usage: Usage) -> None:
+        a.usage.add(usage)
+        if self.stopped:
+            return
+        tokens = self.cfg.max_total_tokens
+        if tokens is not None and sum(b.usage.total_tokens for b in self.agents) > tokens:
+            self._emit("budget_exceeded", max_total_tokens=tokens)
+            self.stop(f"the run used more than max_total_tokens={tokens}")
+            return
+        limit = self.cfg.max_cost_usd
+        if limit is not None:
+            cost = sum(b.cost_usd or 0.0 for b in self.agents)
+            if cost > limit:
+                self._emit("budget_exceeded", max_cost_usd=limit, cost_usd=round(cost, 6))
+                self.stop(f"the run cost an estimated ${cost:.4f}, more than "
+                          f"max_cost_usd={limit:g}")
+
+    def stop(self, detail: str) -> None:
+        self.stopped = True
+        self._stop(detail)
+
+    def emit(self, kind: str, **data: Any) -> None:
+        self._emit(kind, **data)

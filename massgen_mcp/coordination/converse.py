@@ -1,0 +1,186 @@
+"""One agent turn as a conversation: call the model until it makes a valid workflow call.
+
+MCP tool calls loop inside the turn (run concurrently, results sent back). What real models
+do wrong is read the way a careful human would, and noted on the agent:
+
+- a tool call written as text (`{"tool": "vote", "arguments": {...}}`, in a code fence or in
+  prose) is the call: models and servers without tool calling speak this, as the sampling
+  backend does;
+- a reply without any call gets one reminder; a text reply after the reminder is taken as
+  the agent's answer;
+- an invalid call gets the problems back as a tool error, up to `max_attempts_per_turn`.
+
+Every provider call goes through `call_model`, which counts it (cancelled ones too, their
+prompt tokens estimated) and lets the run refuse it when a budget is used up.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Protocol
+
+import anyio
+
+from massgen_mcp.backends._common import new_call_id
+from massgen_mcp.backends.sampling import parse_text_call
+from massgen_mcp.coordination import prompts
+from massgen_mcp.coordination.agent import AgentState
+from massgen_mcp.coordination.workflow import NEW_ANSWER, WORKFLOW_TOOLS, Decision
+from massgen_mcp.errors import BackendError, TransientBackendError
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, tool_result, user
+
+Check = Callable[[list[ToolCall]], "Decision | list[str]"]
+
+
+class RunHooks(Protocol):
+    """What a conversation needs from the run: accounting, budgets and events."""
+
+    max_attempts_per_turn: int
+    max_tool_calls_per_turn: int
+
+    def starting_call(self, a: AgentState) -> bool:
+        """False when the run may make no more provider calls (it is being stopped)."""
+        ...
+
+    def finished_call(self, a: AgentState, usage: Usage) -> None: ...
+
+    def emit(self, kind: str, **data: object) -> None: ...
+
+
+def estimate_tokens(messages: list[Message], tools: list[ToolSpec]) -> int:
+    """Prompt tokens of a request, about 4 characters each (for calls with no usage report)."""
+    chars = sum(len(m.content) + sum(len(json.dumps(c.arguments, default=str))
+                                     for c in m.tool_calls) for m in messages)
+    chars += sum(len(t.description) + len(json.dumps(t.parameters)) for t in tools)
+    return max(1, chars // 4)
+
+
+async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpec],
+                     hooks: RunHooks) -> Turn:
+    """One provider call, counted whatever happens to it."""
+    if not hooks.starting_call(a):
+        await anyio.lowlevel.checkpoint()  # the run is being cancelled: this raises
+        raise BackendError("the run may make no more provider calls")
+    try:
+        turn = await a.backend.turn(messages, tools)
+    except anyio.get_cancelled_exc_class():
+        # The provider still computes (and bills) a call we stop listening to.
+        estimate = estimate_tokens(messages, tools)
+        hooks.finished_call(a, Usage(input_tokens=estimate, calls=1, cancelled_calls=1,
+                                     estimated_input_tokens=estimate))
+        raise
+    except BackendError as e:
+        if e.status is not None or isinstance(e, TransientBackendError):
+            hooks.finished_call(a, Usage(calls=1))  # the provider was reached
+        raise
+    a.add_native(turn.provider_data)
+    u = turn.usage
+    # A coding-agent CLI turn may make several model calls; it reports how many.
+    hooks.finished_call(a, Usage(u.input_tokens, u.output_tokens, calls=max(u.calls, 1),
+                                 estimated_input_tokens=u.estimated_input_tokens))
+    return turn
+
+
+async def converse(
+    a: AgentState,
+    messages: list[Message],
+    workflow_tools: list[ToolSpec],
+    check: Check,
+    hooks: RunHooks,
+) -> Decision | str:
+    """Call the model until it makes a valid workflow call; MCP tool calls loop inside.
+
+    Returns the Decision, or an error text when the agent used up its attempts. Provider
+    errors propagate (`BackendError`).
+    """
+    tool_calls_left = hooks.max_tool_calls_per_turn
+    invalid, reminded = 0, False
+    workflow_names = {t.name for t in workflow_tools}
+    while True:
+        mcp_tools = a.toolbox.tools if a.toolbox and tool_calls_left > 0 else []
+        offered = [*workflow_tools, *mcp_tools]
+        turn = await call_model(a, messages, offered, hooks)
+        calls, native = list(turn.tool_calls), True
+        if not calls and turn.text.strip():
+            written = parse_text_call(turn.text, {t.name for t in offered})
+            if written is not None:
+                calls, native = [written], False
+                a.note(f"read a {written.name} call written as text")
+        if not calls:
+            if not reminded:
+                reminded = True
+                hooks.emit("reminder", agent=a.spec.id)
+                messages = [*messages, turn.as_message(), user(prompts.reminder(workflow_tools))]
+                continue
+            if NEW_ANSWER not in workflow_names or not turn.text.strip():
+                return "did not call new_answer or vote, even after a reminder"
+            calls, native = [ToolCall(new_call_id(), NEW_ANSWER, {"content": turn.text})], False
+            a.note("took a text reply (no tool call after a reminder) as the answer")
+        if any(c.name in WORKFLOW_TOOLS for c in calls):
+            outcome = check(calls)
+            if isinstance(outcome, Decision):
+                if outcome.note:
+                    a.note(outcome.note)
+                return outcome
+            problems = outcome
+        else:
+            unknown = [c for c in calls if not (a.toolbox and a.toolbox.owns(c.name))]
+            # A malformed call (e.g. Gemini's MALFORMED_FUNCTION_CALL) may have lost its
+            # name: say what was wrong with it rather than "unknown tool".
+            problems = [f"your tool call was malformed: {c.arguments_error}"
+                        if c.arguments_error else
+                        f"unknown tool {c.name!r}; available: "
+                        f"{', '.join(sorted(workflow_names))}" for c in unknown]
+            if not problems:
+                for c in calls:
+                    if c.repaired:
+                        a.note(f"{c.name} arguments: {c.repaired}")
+                results = await _run_tools(a, calls, tool_calls_left, hooks)
+                tool_calls_left -= len(calls)
+                messages = [*messages, *_replay(turn, calls, native, results)]
+                continue
+        invalid += 1
+        hooks.emit("invalid_call", agent=a.spec.id, problems=problems, attempt=invalid)
+        if invalid >= hooks.max_attempts_per_turn:
+            return (f"no valid new_answer/vote after {invalid} attempts; last problem: "
+                    f"{problems[0]}")
+        error_text = "Not accepted: " + " | ".join(problems)
+        skipped = "Not run: fix the problems reported for the other call first."
+        results = [tool_result(c, skipped if a.toolbox and a.toolbox.owns(c.name) else error_text,
+                               is_error=True) for c in calls]
+        messages = [*messages, *_replay(turn, calls, native, results)]
+
+
+def _replay(turn: Turn, calls: list[ToolCall], native: bool,
+            results: list[Message]) -> list[Message]:
+    """The reply and what came of its calls, as the next request's messages. Calls the model
+    only wrote as text are answered in text: a server without tool calling cannot take
+    tool messages."""
+    if native:
+        return [turn.as_message(), *results]
+    text = "\n\n".join(f"Result of {r.name}{' (error)' if r.is_error else ''}: {r.content}"
+                       for r in results)
+    return [Message(role="assistant", content=turn.text), user(text)]
+
+
+async def _run_tools(a: AgentState, calls: list[ToolCall], budget: int,
+                     hooks: RunHooks) -> list[Message]:
+    """Run one reply's MCP tool calls concurrently; each becomes a tool result message."""
+    assert a.toolbox is not None
+    toolbox = a.toolbox
+    results: list[Message | None] = [None] * len(calls)
+
+    async def one(i: int, call: ToolCall) -> None:
+        if i >= budget:
+            results[i] = tool_result(call, "Not run: the tool-call limit for this turn is "
+                                     "reached. Call new_answer or vote now.", is_error=True)
+            return
+        text, is_error = await toolbox.call(call)
+        hooks.emit("tool_call", agent=a.spec.id, tool=call.name, is_error=is_error)
+        results[i] = tool_result(call, text, is_error=is_error)
+
+    async with anyio.create_task_group() as tg:
+        for i, call in enumerate(calls):
+            tg.start_soon(one, i, call)
+    return [r for r in results if r is not None]
