@@ -56,10 +56,10 @@ async def test_a_timeout_with_a_best_answer_is_not_an_error_and_one_without_is(p
         assert r.structured_content["final_answer"] == "queue: SQS"
         assert "best answer so far" in r.structured_content["error"]
 
-        silent = write_team(tmp_path / "silent.yaml", provider, [("a", "openai", "mute"),
-                                                                 ("b", "gemini", "mute")])
-        r = await client.call_tool("run_consensus", {"task": "Which queue?", "timeout_s": 2,
-                                                     "team": str(silent)})
+    silent = write_team(tmp_path / "silent.yaml", provider, [("a", "openai", "mute"),
+                                                             ("b", "gemini", "mute")])
+    async with memory_client(tmp_path, team=silent) as client:
+        r = await client.call_tool("run_consensus", {"task": "Which queue?", "timeout_s": 2})
     assert r.is_error and r.structured_content["status"] == "timeout"
     error = r.structured_content["error"]
     assert error.startswith("no answer: the run reached its time limit after 2 s before any "

@@ -37,11 +37,12 @@ def settle_wording(result: RunResult) -> RunResult:
 
 
 def is_error(result: RunResult) -> bool:
-    """A failed run, or one that stopped with no answer: the caller got nothing to use. A
-    time limit or budget stop that returns the best answer so far is not an error."""
+    """A failed run, or a time limit / budget stop with no answer: the caller got nothing
+    to use. A stop that returns the best answer so far is not an error, nor is a run that
+    was cancelled (someone asked for that)."""
     if result.status == "failed":
         return True
-    return result.status in STOPPED and not result.final_answer
+    return result.status in ("timeout", "budget_exceeded") and not result.final_answer
 
 
 def result_text(result: RunResult) -> str:
