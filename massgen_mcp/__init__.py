@@ -45,11 +45,17 @@ async def run(
     from pathlib import Path
 
     from massgen_mcp.app import App
+    from massgen_mcp.config.choose import PYTHON
 
-    app = App(Path(state_dir) if state_dir else None)
+    app = App(Path(state_dir) if state_dir else None, vocabulary=PYTHON)
     chosen = await app.team_for(models=models, team=team,
                                 max_answers_per_agent=max_answers_per_agent,
                                 timeout_s=timeout_s, max_total_tokens=max_total_tokens)
+    if chosen.notes:
+        import logging
+
+        for note in chosen.notes:
+            logging.getLogger("massgen_mcp").warning("%s", note)
     context = app.context_for(context, files, trusted=True)  # the caller is the operator
     return await app.consensus(chosen, task, context=context).start()
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from massgen_mcp.config.choose import auto_team_models, resolve_team
+from massgen_mcp.config.choose import MCP, Vocabulary, auto_team_models, resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.team import Team
 from massgen_mcp.config.trust import TeamPolicy
@@ -32,10 +32,13 @@ class App:
         checkpoint_team: str | None = None,
         env: Environment | None = None,
         cwd: Path | None = None,
+        vocabulary: Vocabulary = MCP,
         team_policy: TeamPolicy | None = None,
         allow_secret_files: bool = False,
         allow_cli_agents: bool = False,
     ) -> None:
+        #: How this caller names its arguments in messages (CLI flags, tool arguments, ...).
+        self.vocabulary = vocabulary
         self.cwd = (cwd or Path.cwd()).resolve()
         #: What teams named by tool calls may be (the operator's own choices are trusted).
         self.team_policy = team_policy or TeamPolicy.create(
@@ -71,10 +74,11 @@ class App:
 
         `from_tool`: `team` is a tool argument, so it is held to `team_policy`
         (config/trust.py); files are read and parsed in a worker thread either way."""
+        words = self.vocabulary
         if timeout_s is not None and timeout_s <= 0:
-            raise InputError("timeout_s must be a positive number of seconds")
+            raise InputError(f"{words.timeout} must be a positive number of seconds")
         if max_answers_per_agent is not None and max_answers_per_agent < 1:
-            raise InputError("max_answers_per_agent must be at least 1")
+            raise InputError(f"{words.max_answers} must be at least 1")
         default_team = default_team or self.default_team
         extra: list[str] = []
         if not (models or team or default_team or auto_team_models(self.env)):
@@ -86,7 +90,8 @@ class App:
         else:
             chosen = await anyio.to_thread.run_sync(lambda: resolve_team(
                 models=models, team=team, default_team=default_team, env=self.env,
-                sampling_available=sampling_available, extra_models=extra))
+                sampling_available=sampling_available, extra_models=extra,
+                vocabulary=words))
             if from_tool and models:
                 self._check_cli_agents(chosen, "models")
         return chosen.with_overrides(

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from massgen_mcp.cli.setup import HOOK_MATCHER, MD_BEGIN, MD_END, run_setup
+from massgen_mcp.cli.launch import launch_command
+from massgen_mcp.cli.setup import GEMINI_TIMEOUT_MS, HOOK_MATCHER, MD_BEGIN, MD_END, run_setup
 from massgen_mcp.errors import InputError
 
 USER_SETTINGS = {
@@ -26,6 +29,7 @@ def snapshot(root: Path) -> dict[str, str]:
 
 
 def setup_all(project: Path, **kwargs: object) -> list[str]:
+    kwargs.setdefault("command", ["massgen-mcp"])
     return run_setup(project, clients=["claude", "codex", "cursor"], hooks=True,
                      instructions="CLAUDE.md", **kwargs)  # type: ignore[arg-type]
 
@@ -78,12 +82,14 @@ def test_setup_twice_changes_nothing_and_keeps_user_content(tmp_path: Path) -> N
 
 
 def test_setup_in_an_empty_project_creates_files(tmp_path: Path) -> None:
-    changes = run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md")
+    changes = run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md",
+                        command=["massgen-mcp"])
     assert changes == ["created .mcp.json (mcpServers.massgen)",
                        "created .claude/settings.json (PreToolUse hook)",
                        "created AGENTS.md (checkpoint instructions)"]
     assert (tmp_path / "AGENTS.md").read_text().startswith(MD_BEGIN)
-    assert run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md") == []
+    assert run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md",
+                     command=["massgen-mcp"]) == []
 
 
 def test_changed_command_updates_in_place_never_duplicates(tmp_path: Path) -> None:
@@ -130,10 +136,110 @@ def test_codex_table_outside_the_block_is_an_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"clients": ["vscode"]}, "unknown client 'vscode'"),
+    ({"clients": ["vscodium"]}, "unknown client 'vscodium'"),
     ({"instructions": "README.md"}, "instructions must be one of"),
 ])
 def test_bad_arguments(tmp_path: Path, kwargs: dict[str, object], message: str) -> None:
     args: dict[str, object] = {"clients": ["claude"], "hooks": False, "instructions": None}
     with pytest.raises(InputError, match=message):
         run_setup(tmp_path, **{**args, **kwargs})  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ the command clients run
+
+VENV_EXE = Path(sys.executable).parent / "massgen-mcp"
+needs_script = pytest.mark.skipif(not VENV_EXE.is_file(), reason="massgen-mcp not installed")
+
+
+@needs_script
+def test_a_virtualenv_install_is_written_as_its_absolute_path(tmp_path: Path) -> None:
+    """The venv's bin/ is on this PATH but not on a client's: the bare name would fail."""
+    on_path = os.pathsep.join([str(VENV_EXE.parent), os.environ.get("PATH", "")])
+    assert launch_command(path=on_path) == [str(VENV_EXE)]
+    assert launch_command(path="/nonexistent") == [str(VENV_EXE)]
+    run_setup(tmp_path, clients=["claude"], hooks=True, instructions=None)
+    entry = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["massgen"]
+    assert entry["command"] == str(VENV_EXE) and Path(entry["command"]).is_absolute()
+    hooks = json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]
+    (hook,) = [h for e in hooks["PreToolUse"] for h in e["hooks"]]
+    assert hook["command"] == f"{VENV_EXE} hook pre-tool-use"
+
+
+@needs_script
+def test_a_name_on_a_shared_path_that_finds_this_program_stays_bare(tmp_path: Path) -> None:
+    """Like `uv tool install` / pipx: ~/.local/bin/massgen-mcp links into the tool's venv."""
+    shared = tmp_path / "local" / "bin"
+    shared.mkdir(parents=True)
+    (shared / "massgen-mcp").symlink_to(VENV_EXE)
+    assert launch_command(path=str(shared)) == ["massgen-mcp"]
+    other = tmp_path / "other" / "bin"
+    other.mkdir(parents=True)
+    (other / "massgen-mcp").write_text("#!/bin/sh\necho another program\n")
+    (other / "massgen-mcp").chmod(0o755)
+    assert launch_command(path=str(other)) == [str(VENV_EXE)]
+
+
+def test_gemini_and_vscode_registrations(tmp_path: Path) -> None:
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "mcp.json").write_text(json.dumps(
+        {"inputs": [{"id": "k"}], "servers": {"other": {"type": "http", "url": "http://x"}}}))
+    changes = run_setup(tmp_path, clients=["gemini", "vscode"], hooks=False, instructions=None,
+                        command=["/opt/mg/bin/massgen-mcp"])
+    assert changes == ["created .gemini/settings.json (mcpServers.massgen)",
+                       "updated .vscode/mcp.json (servers.massgen)"]
+    gemini = json.loads((tmp_path / ".gemini" / "settings.json").read_text())
+    assert gemini["mcpServers"]["massgen"] == {"command": "/opt/mg/bin/massgen-mcp", "args": [],
+                                               "timeout": GEMINI_TIMEOUT_MS}
+    vscode = json.loads((tmp_path / ".vscode" / "mcp.json").read_text())
+    assert vscode["servers"]["massgen"] == {"type": "stdio", "command": "/opt/mg/bin/massgen-mcp",
+                                            "args": []}
+    assert vscode["servers"]["other"] == {"type": "http", "url": "http://x"}
+    assert vscode["inputs"] == [{"id": "k"}]
+    before = snapshot(tmp_path)
+    assert run_setup(tmp_path, clients=["gemini", "vscode"], hooks=False, instructions=None,
+                     command=["/opt/mg/bin/massgen-mcp"]) == []
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("theirs", [
+    'mcp_servers.massgen.command = "mine"\n',                      # dotted keys
+    'mcp_servers = { massgen = { command = "mine" } }\n',          # an inline table
+    '[mcp_servers]\nmassgen = { command = "mine" }\n',             # inline table in a table
+    '[mcp_servers."massgen"]\ncommand = "mine"\n',                 # a quoted key
+], ids=["dotted", "inline", "inline-in-table", "quoted"])
+def test_a_massgen_server_the_user_wrote_is_found_however_it_is_spelled(
+        tmp_path: Path, theirs: str) -> None:
+    (tmp_path / ".codex").mkdir()
+    path = tmp_path / ".codex" / "config.toml"
+    path.write_text(theirs)
+    with pytest.raises(InputError, match=r"already defines the massgen server"):
+        run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None, command=["m"])
+    assert path.read_text() == theirs
+
+
+def test_codex_dotted_keys_and_inline_tables_of_other_servers(tmp_path: Path) -> None:
+    (tmp_path / ".codex").mkdir()
+    path = tmp_path / ".codex" / "config.toml"
+    dotted = '# my settings\nmodel = "o3"  # the one I like\nmcp_servers.other.command = "x"\n'
+    path.write_text(dotted)
+    run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None, command=["m"])
+    text = path.read_text()
+    assert text.startswith(dotted)  # every byte of theirs kept, comments included
+    data = tomllib.loads(text)
+    assert data["mcp_servers"]["other"] == {"command": "x"} and data["model"] == "o3"
+    assert data["mcp_servers"]["massgen"]["command"] == "m"
+    # A table the user adds after the block stays theirs; a second run changes no byte.
+    path.write_text(text + '\n[profiles.fast]\nmodel = "o4-mini"\n')
+    before = path.read_text()
+    assert run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None,
+                     command=["m"]) == []
+    assert path.read_text() == before
+
+    inline = 'mcp_servers = { other = { command = "x" } }\n'
+    path.write_text(inline)
+    with pytest.raises(InputError, match="inline table"):
+        run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None, command=["m"])
+    assert path.read_text() == inline
+    path.write_text("model = \n")
+    with pytest.raises(InputError, match="not valid TOML"):
+        run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None, command=["m"])

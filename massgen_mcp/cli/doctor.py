@@ -1,5 +1,5 @@
-"""`massgen-mcp doctor`: what can run here (providers, local servers) and where massgen-mcp
-is registered."""
+"""`massgen-mcp doctor`: what can run here (providers, local servers), where massgen-mcp is
+registered, and whether each registered command really starts and answers `tools/list`."""
 
 from __future__ import annotations
 
@@ -7,53 +7,47 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from massgen_mcp.backends.cli.availability import print_coding_agents
 from massgen_mcp.config.availability import backends_report
 from massgen_mcp.config.env import Environment
 
 
-def registrations(project: Path) -> dict[str, str | None]:
-    """Where massgen-mcp is registered for each client (None: not registered)."""
-    found: dict[str, str | None] = {"claude": None, "codex": None, "cursor": None}
-    for client, path in (("claude", project / ".mcp.json"),
-                         ("cursor", project / ".cursor" / "mcp.json"),
-                         ("cursor", Path.home() / ".cursor" / "mcp.json"),
-                         ("claude", Path.home() / ".claude.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        servers = data.get("mcpServers", {}) if isinstance(data, dict) else {}
-        if isinstance(servers, dict) and any("massgen" in str(k) for k in servers):
-            found[client] = found[client] or str(path)
-    for path in (project / ".codex" / "config.toml", Path.home() / ".codex" / "config.toml"):
-        try:
-            if "[mcp_servers.massgen" in path.read_text(encoding="utf-8"):
-                found["codex"] = found["codex"] or str(path)
-        except OSError:
-            continue
-    hooks = project / ".claude" / "settings.json"
-    try:
-        if "massgen-mcp hook" in hooks.read_text(encoding="utf-8"):
-            found["claude-hook"] = str(hooks)
-    except OSError:
-        pass
-    return found
-
-
 def doctor_main(args: argparse.Namespace) -> int:
     import anyio
 
+    from massgen_mcp.cli.probe import probe
+    from massgen_mcp.cli.registrations import CLIENT_NAMES, find_registrations, hook_registered
+
     project = Path(args.dir).resolve()
     env = Environment(dotenv_dir=project)
-    report = anyio.run(lambda: backends_report(env, show_hint=True))
-    regs = registrations(project)
+    regs = find_registrations(project)
+
+    async def check() -> tuple[Any, list[Any]]:
+        report = await backends_report(env, show_hint=True)
+        results: list[Any] = [None] * len(regs)
+
+        async def one(i: int) -> None:
+            results[i] = await probe(regs[i], project)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(regs)):
+                tg.start_soon(one, i)
+        return report, results
+
+    report, probes = anyio.run(check)
     can_run = report.default_team_error is None
+    started = all(p.ok for p in probes)
+    hook = hook_registered(project)
     if args.json:
-        print(json.dumps({"report": report.model_dump(mode="json"), "registrations": regs,
-                          "can_run": can_run}, indent=2))
-        return 0 if can_run else 1
+        print(json.dumps({
+            "report": report.model_dump(mode="json"), "can_run": can_run, "hook": hook,
+            "registrations": [{"client": r.client, "path": str(r.path), "command": r.argv,
+                               "starts": p.ok, "tools": p.tools, "problem": p.problem,
+                               "fix": p.fix} for r, p in zip(regs, probes, strict=True)],
+        }, indent=2))
+        return 0 if can_run and started else 1
     out = sys.stdout
     print("Providers:", file=out)
     for p in report.providers:
@@ -70,15 +64,28 @@ def doctor_main(args: argparse.Namespace) -> int:
     if report.default_team_error:
         print(f"  {report.default_team_error}", file=out)
     print(f"Bundled teams: {', '.join(report.bundled_teams) or '(none)'}", file=out)
-    print(f"\nRegistered in {project}:", file=out)
-    for client, where in regs.items():
-        print(f"  {'ok ' if where else '-- '}{client:<12} {where or 'not registered'}", file=out)
+    print(f"\nRegistered for {project}:", file=out)
+    for client in CLIENT_NAMES:
+        mine = [(r, p) for r, p in zip(regs, probes, strict=True) if r.client == client]
+        if not mine:
+            print(f"  -- {client:<8} not registered", file=out)
+        for r, p in mine:
+            command = " ".join(r.argv) or r.url or "?"
+            state = (f"starts, {p.tools} tools" if p.ok else "FAILS")
+            print(f"  {'ok ' if p.ok else '!! '}{client:<8} {r.path}: {command}  [{state}]",
+                  file=out)
+            if not p.ok:
+                print(f"       {p.problem}" + (f"\n       → {p.fix}" if p.fix else ""),
+                      file=out)
+    print(f"  {'ok ' if hook else '-- '}{'hook':<8} {hook or 'no PreToolUse hook'}", file=out)
     print("\nNext steps:", file=out)
     if not can_run:
         print("  - set a provider key (see above) or start a local model server", file=out)
-    if not any(regs.get(c) for c in ("claude", "codex", "cursor")):
-        print("  - register: massgen-mcp setup --client claude (or: claude mcp add massgen -- "
-              "massgen-mcp)", file=out)
+    if not regs:
+        print("  - register: massgen-mcp setup --client claude (or codex, cursor, gemini, "
+              "vscode; see the README for each client's approval step)", file=out)
+    if not started:
+        print("  - fix the registrations marked !! above", file=out)
     if can_run:
         print('  - try: massgen-mcp run "What is the capital of Australia?"', file=out)
-    return 0 if can_run else 1
+    return 0 if can_run and started else 1

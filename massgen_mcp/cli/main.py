@@ -139,16 +139,24 @@ def build_parser() -> argparse.ArgumentParser:
     hook.add_argument("event", choices=["pre-tool-use"], help="the hook event")
     hook.add_argument("rest", nargs=argparse.REMAINDER, help="hook options (see its --help)")
 
-    setup = sub.add_parser("setup", help="register massgen-mcp with Claude Code, Codex, Cursor",
+    setup = sub.add_parser("setup", help="register massgen-mcp with Claude Code, Codex, Cursor, "
+                                         "Gemini CLI, VS Code",
                            description="Write (idempotently) the MCP registration for the "
                                        "chosen clients in this project, optionally the "
-                                       "PreToolUse hook and an instructions block.")
-    setup.add_argument("--client", action="append", choices=["claude", "codex", "cursor"],
+                                       "PreToolUse hook and an instructions block. The command "
+                                       "written starts this installation whatever the "
+                                       "client's PATH (its absolute path when needed).")
+    setup.add_argument("--client", action="append",
+                       choices=["claude", "codex", "cursor", "gemini", "vscode"],
                        default=None, help="client to register with; repeatable (default: claude)")
     setup.add_argument("--hooks", action="store_true",
                        help="add the PreToolUse checkpoint hook to .claude/settings.json")
     setup.add_argument("--instructions", choices=["CLAUDE.md", "AGENTS.md"], default=None,
                        help="add a managed instructions block to this file")
+    setup.add_argument("--command", default=None, dest="launch",
+                       help="the command clients run to start the server, e.g. 'uvx --from "
+                            "git+https://github.com/massgen-mcp/massgen-mcp massgen-mcp' "
+                            "(default: this installation's massgen-mcp)")
     setup.add_argument("--dir", default=".", help="project directory (default: .)")
 
     doctor = sub.add_parser("doctor", help="show which providers and clients are ready",
@@ -197,36 +205,97 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_USAGE
 
 
+HEARTBEAT_SECONDS = 10.0
+
+
+class _Progress:
+    """Progress lines on stderr, and a heartbeat when nothing has been said for 10 s: who is
+    still working and for how long (a provider that accepted the connection and never
+    answers would otherwise leave the terminal silent until its request timeout)."""
+
+    def __init__(self, quiet: bool) -> None:
+        import time
+
+        self.quiet = quiet
+        self.t0 = time.monotonic()
+        self.last = self.t0
+        self.since: dict[str, float] = {}  # agent -> when it last did something
+        self.live: Any = None  # the run's LiveRun, once prepared
+
+    def _print(self, message: str) -> None:
+        import time
+
+        now = time.monotonic()
+        self.last = now
+        if not self.quiet:
+            print(f"[{now - self.t0:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def event(self, line: dict[str, Any]) -> None:
+        import time
+
+        from massgen_mcp.runs.progress import describe_event
+
+        if line.get("agent"):
+            self.since[str(line["agent"])] = time.monotonic()
+        message = describe_event(line)
+        if message:
+            self._print(message)
+
+    async def heartbeat(self) -> None:
+        import contextlib
+        import os
+        import time
+
+        import anyio
+
+        while True:
+            await anyio.sleep(1.0)
+            now = time.monotonic()
+            if now - self.last < HEARTBEAT_SECONDS:
+                continue
+            if self.live is not None:  # a sign of life for a run later found interrupted
+                with contextlib.suppress(OSError):
+                    os.utime(self.live.record.dir / "events.jsonl")
+            snap = self.live.snapshot() if self.live is not None else None
+            if snap is None:
+                self._print("still starting (agents' tool servers)")
+                continue
+            busy = [a for a in snap.agents if a.status in ("working", "waiting")]
+            who = ", ".join(
+                f"{a.agent_id} ({a.provider}/{a.model}) for "
+                f"{now - self.since.get(a.agent_id, self.t0):.0f} s" for a in busy)
+            self._print(f"still working: {who or 'final presentation'}; "
+                        f"{snap.totals.answers} answers, {snap.totals.votes} votes so far")
+
+
 def _run_command(args: argparse.Namespace, command: str) -> int:
     import anyio
 
     from massgen_mcp.errors import MassgenError
-    from massgen_mcp.runs.progress import describe_event
+    from massgen_mcp.runs.outcome import settle_wording
 
-    def progress(line: dict[str, Any]) -> None:
-        if args.quiet:
-            return
-        msg = describe_event(line)
-        if msg:
-            print(f"[{line.get('t', 0):6.1f}s] {msg}", file=sys.stderr, flush=True)
-
+    progress = _Progress(args.quiet)
     try:
         result: Any = anyio.run(lambda: _run_once(args, command, progress))
     except MassgenError as e:
         print(f"massgen-mcp: {e}", file=sys.stderr)
         return EXIT_USAGE
     status = result.status
+    if command == "run":
+        settle_wording(result)
     if args.json:
         print(result.model_dump_json(indent=2))
     elif command == "plan":
         print(result.markdown or f"No plan ({status}): {result.consensus.error or ''}")
         if result.plan_id and not args.quiet:
             print(f"— stored as {result.plan_id} in {result.path}", file=sys.stderr)
-    else:
-        print(result.final_answer or "")
+    elif result.final_answer:
+        print(result.final_answer)
         if not args.quiet:
-            print(result.summary_text().split("\n", 2)[-1] if result.final_answer
-                  else result.summary_text(), file=sys.stderr)
+            print(result.summary_text().split("\n", 2)[-1], file=sys.stderr)
+    else:  # nothing on stdout: there is no answer to print
+        print(f"massgen-mcp: no answer (status {status}; run {result.run_id})"
+              + (f": {result.error}" if result.error else ""), file=sys.stderr)
     if not args.quiet and not args.json:
         from massgen_mcp.runs.view import view_hint
 
@@ -239,39 +308,56 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
     return EXIT_PARTIAL if status in ("timeout", "budget_exceeded") else EXIT_FAILED
 
 
-async def _run_once(args: argparse.Namespace, command: str, listener: Any) -> Any:
+async def _run_once(args: argparse.Namespace, command: str, progress: _Progress) -> Any:
     """One `run` or `plan` from the command line, to its end."""
     from pathlib import Path
 
-    from massgen_mcp.app import App
+    import anyio
 
-    app = App(Path(args.state_dir) if args.state_dir else None)
+    from massgen_mcp.app import App
+    from massgen_mcp.config.choose import CLI
+
+    app = App(Path(args.state_dir) if args.state_dir else None, vocabulary=CLI)
     team = await app.team_for(models=args.models, team=args.team,
                               max_answers_per_agent=args.max_answers, timeout_s=args.timeout_s,
                               max_total_tokens=args.max_total_tokens)
+    for note in team.notes:
+        print(f"massgen-mcp: {note}", file=sys.stderr)
     context = app.context_for(args.context, args.files, trusted=True)  # the user typed them
     if command == "plan":
         prepared = app.plan(team, args.goal, depth=args.depth, constraints=args.constraints,
-                            context=context, listener=listener)
-        await prepared.start()
-        return prepared.outcome
-    return await app.consensus(team, args.task, context=context, listener=listener).start()
+                            context=context, listener=progress.event)
+    else:
+        prepared = app.consensus(team, args.task, context=context, listener=progress.event)
+    progress.live = prepared.live
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(progress.heartbeat)
+        result = await prepared.start()
+        tg.cancel_scope.cancel()
+    return prepared.outcome if command == "plan" else result
 
 
 def _setup_command(args: argparse.Namespace) -> int:
+    import shlex
     from pathlib import Path
 
-    from massgen_mcp.cli.setup import run_setup
+    from massgen_mcp.cli.setup import TRUST_STEPS, run_setup
     from massgen_mcp.errors import MassgenError
 
+    clients = args.client or ["claude"]
     try:
-        changes = run_setup(Path(args.dir), clients=args.client or ["claude"], hooks=args.hooks,
-                            instructions=args.instructions)
+        command = shlex.split(args.launch) if args.launch else None
+        changes = run_setup(Path(args.dir), clients=clients, hooks=args.hooks,
+                            instructions=args.instructions, command=command)
     except (MassgenError, ValueError, OSError) as e:
         print(f"massgen-mcp setup: {e}", file=sys.stderr)
         return EXIT_FAILED
     for change in changes or ["nothing to change: already set up"]:
         print(change)
+    print("Before the first use:", file=sys.stderr)
+    for client in dict.fromkeys(clients):
+        print(f"  {client}: {TRUST_STEPS[client]}", file=sys.stderr)
+    print("Check it: massgen-mcp doctor (starts each registered command)", file=sys.stderr)
     return EXIT_OK
 
 

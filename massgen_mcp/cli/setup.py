@@ -2,16 +2,24 @@
 
 Idempotent: running it twice changes nothing. It only touches what it owns:
 
-- Claude Code `.mcp.json` / Cursor `.cursor/mcp.json`: `mcpServers.massgen`. An existing
-  entry keeps its other keys (`env`, ...); only `command` and `args` are set.
+- Claude Code `.mcp.json`, Cursor `.cursor/mcp.json`, Gemini CLI `.gemini/settings.json`:
+  `mcpServers.massgen`; VS Code `.vscode/mcp.json`: `servers.massgen`. An existing entry
+  keeps its other keys (`env`, ...); only what setup owns is set.
 - Codex `.codex/config.toml`: a managed block between marker comments holding
   `[mcp_servers.massgen]`, appended at the end of the file the first time (a TOML table runs
   to the next header, so the end is the one safe place) and rewritten in place later.
-  Everything outside the markers is the user's. A `[mcp_servers.massgen]` table outside the
-  block is an error rather than a duplicate table.
+  Everything outside the markers is the user's. The result is read back with `tomllib` and
+  must mean the user's file plus our table and nothing else; a `massgen` server the user
+  defined themselves (a table, dotted keys or an inline table) is an error, not a duplicate.
+  (A TOML writer such as tomli-w would rewrite the whole file and drop the user's comments
+  and layout; the managed block keeps every byte outside it.)
 - `.claude/settings.json` (with hooks): one PreToolUse entry running
-  `massgen-mcp hook pre-tool-use`, found again by its command and never duplicated; other
+  `<command> hook pre-tool-use`, found again by its command and never duplicated; other
   hooks and settings are kept.
+
+The command written is `launch_command()`: the bare name only when it finds this very
+program outside a virtual environment, else the executable's absolute path, so the client
+starts it whatever its PATH.
 - CLAUDE.md / AGENTS.md (with instructions): a block between `<!-- massgen-mcp:begin -->`
   and `<!-- massgen-mcp:end -->`.
 
@@ -24,6 +32,7 @@ from __future__ import annotations
 import copy
 import json
 import shlex
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,7 +40,10 @@ from typing import Any
 from massgen_mcp.errors import InputError
 from massgen_mcp.paths import write_atomic
 
-CLIENTS = ("claude", "codex", "cursor")
+CLIENTS = ("claude", "codex", "cursor", "gemini", "vscode")
+CLIENT_FILES = {"claude": ".mcp.json", "codex": ".codex/config.toml",
+                "cursor": ".cursor/mcp.json", "gemini": ".gemini/settings.json",
+                "vscode": ".vscode/mcp.json"}
 INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md")
 HOOK_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*"
 HOOK_TIMEOUT_S = 10
@@ -43,6 +55,22 @@ TOML_END = "# <<< massgen-mcp"
 # would cut them off.
 CODEX_STARTUP_TIMEOUT_S = 30
 CODEX_TOOL_TIMEOUT_S = 1800
+# Gemini CLI's per-server request timeout (ms; its default of 10 minutes can cut a run off).
+GEMINI_TIMEOUT_MS = CODEX_TOOL_TIMEOUT_S * 1000
+
+# What each client asks before it starts a server registered in a project file.
+TRUST_STEPS = {
+    "claude": "start `claude` in this directory and approve the project server when asked "
+              "(or run /mcp and enable massgen); `claude mcp list` then shows it connected",
+    "codex": "trust this project (answer yes when codex asks, or add [projects.\"<this "
+             "directory>\"] trust_level = \"trusted\" to ~/.codex/config.toml): Codex ignores "
+             ".codex/config.toml in untrusted projects",
+    "cursor": "open Settings → MCP (Tools & Integrations) and switch massgen on",
+    "gemini": "trust this folder (answer the trust prompt, or /permissions): Gemini CLI "
+              "disables project servers in untrusted folders",
+    "vscode": "open .vscode/mcp.json and press Start above the massgen entry, then confirm "
+              "that you trust the server",
+}
 
 INSTRUCTIONS = """\
 ## Safety checkpoints (massgen-mcp)
@@ -87,14 +115,18 @@ def _section(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
     return value
 
 
-def _mcp_json(command: list[str]) -> Callable[[dict[str, Any], Path], None]:
+def _mcp_json(command: list[str], key: str = "mcpServers", fresh: dict[str, Any] | None = None,
+              owned: dict[str, Any] | None = None) -> Callable[[dict[str, Any], Path], None]:
+    """Set `<key>.massgen`: `command`, `args` and the `owned` keys; a new entry also gets
+    `fresh` (defaults the user may change)."""
     def edit(data: dict[str, Any], path: Path) -> None:
-        servers = _section(data, "mcpServers", path)
+        servers = _section(data, key, path)
         entry = servers.get("massgen")
+        ours = {**(owned or {}), "command": command[0], "args": list(command[1:])}
         if isinstance(entry, dict):
-            servers["massgen"] = {**entry, "command": command[0], "args": list(command[1:])}
+            servers["massgen"] = {**entry, **ours}
         else:
-            servers["massgen"] = {"command": command[0], "args": list(command[1:]), "env": {}}
+            servers["massgen"] = {**ours, **(fresh if fresh is not None else {"env": {}})}
     return edit
 
 
@@ -144,16 +176,40 @@ def _codex_block(command: list[str]) -> str:
     ])
 
 
+def _toml(text: str, path: Path, what: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{path} {what} is not valid TOML ({e}); fix it and run setup "
+                         "again") from None
+
+
 def _codex_text(text: str, command: list[str], path: Path) -> str:
+    _toml(text, path, "")  # a broken file is the user's to fix, not ours to rewrite
     outside = text
-    if TOML_BEGIN in text and TOML_END in text:
-        start = text.find(TOML_BEGIN)
+    start = text.find(TOML_BEGIN)
+    if start != -1 and text.find(TOML_END, start) != -1:
         outside = text[:start] + text[text.find(TOML_END, start) + len(TOML_END):]
-    if any(line.strip().replace(" ", "") in ("[mcp_servers.massgen]", '[mcp_servers."massgen"]')
-           for line in outside.splitlines()):
-        raise InputError(f"{path} already defines [mcp_servers.massgen] outside the "
-                         "massgen-mcp block; remove that table (setup manages it) and rerun")
-    return _replace_block(text, TOML_BEGIN, TOML_END, _codex_block(command), str(path))
+    theirs = _toml(outside, path, "without the massgen-mcp block")
+    servers = theirs.get("mcp_servers")
+    if isinstance(servers, dict) and "massgen" in servers:
+        raise InputError(f"{path} already defines the massgen server (mcp_servers.massgen) "
+                         "outside the massgen-mcp block; remove it (setup manages it) and rerun")
+    block = _codex_block(command)
+    wanted = {**theirs, "mcp_servers": {**(servers if isinstance(servers, dict) else {}),
+                                        "massgen": tomllib.loads(block)["mcp_servers"]["massgen"]}}
+    # In place first (a second run changes no byte); at the end if keys the user added after
+    # the block would fall into our table; else the file's own layout forbids the table.
+    for new in (_replace_block(text, TOML_BEGIN, TOML_END, block, str(path)),
+                _replace_block(outside, TOML_BEGIN, TOML_END, block, str(path))):
+        try:
+            if tomllib.loads(new) == wanted:
+                return new
+        except tomllib.TOMLDecodeError:
+            continue
+    raise InputError(f"{path}: cannot add a [mcp_servers.massgen] table to this file (is "
+                     "mcp_servers an inline table?); write its servers as [mcp_servers.<name>] "
+                     "tables, or add the massgen entry by hand (see the README), and rerun")
 
 
 def run_setup(
@@ -163,8 +219,14 @@ def run_setup(
     instructions: str | None,
     command: list[str] | None = None,
 ) -> list[str]:
-    """Write the registrations, hook and instructions; return what changed ([] if nothing)."""
-    command = list(command or ["massgen-mcp"])
+    """Write the registrations, hook and instructions; return what changed ([] if nothing).
+
+    `command` is what clients run to start the server (default: `launch_command()`)."""
+    if not command:
+        from massgen_mcp.cli.launch import launch_command
+
+        command = launch_command()
+    command = list(command)
     project = Path(project_dir).expanduser().resolve()
     if not project.is_dir():
         raise InputError(f"project directory {str(project_dir)!r} does not exist")
@@ -192,11 +254,17 @@ def run_setup(
             writes.append((path, new, what))
 
     if "claude" in clients:
-        plan_json(".mcp.json", _mcp_json(command), "mcpServers.massgen")
+        plan_json(CLIENT_FILES["claude"], _mcp_json(command), "mcpServers.massgen")
     if "cursor" in clients:
-        plan_json(".cursor/mcp.json", _mcp_json(command), "mcpServers.massgen")
+        plan_json(CLIENT_FILES["cursor"], _mcp_json(command), "mcpServers.massgen")
+    if "gemini" in clients:
+        plan_json(CLIENT_FILES["gemini"], _mcp_json(command, fresh={
+            "timeout": GEMINI_TIMEOUT_MS}), "mcpServers.massgen")
+    if "vscode" in clients:
+        plan_json(CLIENT_FILES["vscode"], _mcp_json(command, "servers", fresh={},
+                                                    owned={"type": "stdio"}), "servers.massgen")
     if "codex" in clients:
-        plan_text(".codex/config.toml", lambda t, p: _codex_text(t, command, p),
+        plan_text(CLIENT_FILES["codex"], lambda t, p: _codex_text(t, command, p),
                   "[mcp_servers.massgen]")
     if hooks:
         plan_json(".claude/settings.json", _hook_entry(command), "PreToolUse hook")

@@ -1,24 +1,66 @@
-"""Which team a call runs on when it names none: keys that are set, local servers, sampling."""
+"""Which team a call runs on when it names none: keys that are set, local servers, sampling.
+
+Also: a bundled team whose keys are only partly set runs with the agents it can (two at
+least) and says which it left out; and every message names the caller's own way of saying
+things (`Vocabulary`: CLI flags, MCP tool arguments or Python keyword arguments).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from massgen_mcp.config.env import Environment
-from massgen_mcp.config.load import load_team
+from massgen_mcp.config.load import bundled_configs_dir, load_team, team_from_data
 from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.config.shorthand import team_from_models
 from massgen_mcp.config.team import Team
-from massgen_mcp.errors import ConfigError
+from massgen_mcp.errors import ConfigError, MissingKeyError
 
 AUTO_PROVIDERS = ("openai", "claude", "gemini", "grok", "openrouter")
 AUTO_MODELS = {"openrouter": ("openai/gpt-5", "anthropic/claude-sonnet-4.5",
                               "google/gemini-2.5-pro")}
-NO_MODELS_HELP = (
-    "no models are configured: set a provider key (OPENAI_API_KEY, ANTHROPIC_API_KEY, "
-    "GEMINI_API_KEY, XAI_API_KEY or OPENROUTER_API_KEY) in the environment or a .env file, "
-    "or pass models (e.g. models='openai/gpt-5,anthropic/claude-sonnet-4-5', or "
-    "'ollama/llama3.3' for a local server) or a team (a bundled name or a team YAML path); "
-    "with an MCP client that supports sampling, models='sampling' uses the client's model. "
-    "Run `massgen-mcp doctor` to see what is available.")
+MIN_AGENTS = 2
+KEY_VARIABLES = "OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, XAI_API_KEY or " \
+                "OPENROUTER_API_KEY"
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """How a caller names the choices: `{}` stands for the value."""
+
+    models: str
+    team: str
+    timeout: str
+    max_answers: str
+    sampling: bool  # whether this caller can run on its client's model
+
+    @property
+    def models_name(self) -> str:
+        return self.models.split("{}")[0].rstrip(" ='\"")
+
+
+CLI = Vocabulary(models="--models {}", team="--team {}", timeout="--timeout",
+                 max_answers="--max-answers", sampling=False)
+MCP = Vocabulary(models="models='{}'", team="team='{}'", timeout="timeout_s",
+                 max_answers="max_answers_per_agent", sampling=True)
+PYTHON = Vocabulary(models='models="{}"', team='team="{}"', timeout="timeout_s",
+                    max_answers="max_answers_per_agent", sampling=False)
+
+
+def no_models_help(vocab: Vocabulary = MCP) -> str:
+    sampling = (f"; with an MCP client that supports sampling, "
+                f"{vocab.models.format('sampling')} uses the client's model"
+                if vocab.sampling else "")
+    example = vocab.models.format("openai/gpt-5,anthropic/claude-sonnet-4-5")
+    return (f"no models are configured: set a provider key ({KEY_VARIABLES}) in the "
+            "environment or a .env file, or start a local model server (Ollama, LM Studio, "
+            f"vLLM, SGLang), or pass {example} (or {vocab.models.format('ollama/llama3.3')} "
+            "for a local server) or "
+            f"{vocab.team.format('frontier')} (a bundled team or a team YAML path){sampling}. "
+            "Run `massgen-mcp doctor` to see what is available.")
+
+
+NO_MODELS_HELP = no_models_help()
 
 
 def auto_team_models(env: Environment) -> list[str]:
@@ -35,6 +77,60 @@ def auto_team_models(env: Environment) -> list[str]:
     return []
 
 
+def _bundled_file(name: str) -> str | None:
+    if "/" in name or name.endswith((".yaml", ".yml")):
+        return None
+    path = bundled_configs_dir() / f"{name}.yaml"
+    return str(path) if path.is_file() else None
+
+
+def _load(name: str, env: Environment) -> Team:
+    """A team by name or path; a bundled team with missing keys keeps the agents it can
+    run (at least MIN_AGENTS) and notes the others."""
+    try:
+        return load_team(name, env)
+    except MissingKeyError:
+        path = _bundled_file(name)
+        if path is None:
+            raise
+    import yaml  # type: ignore[import-untyped,unused-ignore]
+
+    with open(path, encoding="utf-8") as f:
+        data = yaml.safe_load(f)
+    kept, missing = [], []
+    for agent in data.get("agents") or []:
+        try:
+            team_from_data({"agents": [agent]}, f"{name}.yaml", env)
+            kept.append(agent)
+        except MissingKeyError as e:
+            backend = agent.get("backend") or {}
+            missing.append((str(agent.get("id")), f"{backend.get('type')}/"
+                            f"{backend.get('model', '')}".rstrip("/"), e.env_vars))
+    variables = [" or ".join(v) for _, _, v in missing]
+    if len(kept) < MIN_AGENTS:
+        can = f"only {kept[0].get('id')} can run" if kept else "none of its agents can run"
+        raise ConfigError(
+            f"team '{name}' needs {_and(variables)}, which {'is' if len(variables) == 1 else 'are'}"
+            f" not set ({can}, and a team needs at least {MIN_AGENTS}); set "
+            f"{'it' if len(variables) == 1 else 'them'} in the environment or a .env file, "
+            "or run `massgen-mcp doctor` to see what is available")
+    team = load_team_from(data, kept, name, env)
+    left = "; ".join(f"{aid} ({model}): {' or '.join(v)} not set" for aid, model, v in missing)
+    note = (f"team '{name}' runs with {len(kept)} of its {len(kept) + len(missing)} agents; "
+            f"left out {left}")
+    return replace(team, notes=(*team.notes, note))
+
+
+def load_team_from(data: dict[str, object], agents: list[object], name: str,
+                   env: Environment) -> Team:
+    team = team_from_data({**data, "agents": agents}, f"{name}.yaml", env, name=name)
+    return replace(team, source=f"bundled:{name}")
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def resolve_team(
     *,
     models: str | list[str] | None = None,
@@ -43,17 +139,18 @@ def resolve_team(
     env: Environment | None = None,
     sampling_available: bool = False,
     extra_models: list[str] | None = None,
+    vocabulary: Vocabulary = MCP,
 ) -> Team:
     """Pick the team for a call: the call's models, else its team, else the server's default
     team, else one built from the keys that are set (or local model servers found by the
     caller, `extra_models`), else the MCP client's own model through sampling."""
     env = env if env is not None else Environment()
     if models:
-        return team_from_models(models, env)
+        return team_from_models(models, env, where=vocabulary.models_name)
     if team:
-        return load_team(team, env)
+        return _load(team, env)
     if default_team:
-        return load_team(default_team, env)
+        return _load(default_team, env)
     auto = auto_team_models(env) or list(extra_models or [])
     if auto:
         t = team_from_models(auto, env)
@@ -61,4 +158,4 @@ def resolve_team(
     if sampling_available:
         t = team_from_models(["sampling"] * 3, env)
         return Team("sampling", t.agents, t.orchestrator, "auto:sampling")
-    raise ConfigError(NO_MODELS_HELP)
+    raise ConfigError(no_models_help(vocabulary))

@@ -11,7 +11,7 @@ from massgen_mcp.config.team import Team
 from massgen_mcp.errors import ConfigError
 
 
-def parse_models(models: str | list[str]) -> list[tuple[str, str]]:
+def parse_models(models: str | list[str], where: str = "--models") -> list[tuple[str, str]]:
     """`openai/gpt-5,anthropic/claude-sonnet-4-5` -> [(type, model), ...]."""
     items = models.split(",") if isinstance(models, str) else list(models)
     out = []
@@ -23,20 +23,21 @@ def parse_models(models: str | list[str]) -> list[tuple[str, str]]:
             continue
         prefix, sep, model = raw.partition("/")
         if not sep or not model:
-            raise ConfigError(f"--models: '{raw}' should be provider/model, e.g. openai/gpt-5 "
+            raise ConfigError(f"{where}: '{raw}' should be provider/model, e.g. openai/gpt-5 "
                               "or openrouter/meta-llama/llama-3.3-70b-instruct")
         out.append((prefix, model))
     if not out:
-        raise ConfigError("--models: give at least one provider/model")
+        raise ConfigError(f"{where}: give at least one provider/model")
     return out
 
 
 def team_from_models(
     models: str | list[str], env: Environment | None = None,
-    orchestrator: dict[str, Any] | None = None,
+    orchestrator: dict[str, Any] | None = None, where: str = "--models",
 ) -> Team:
-    """Build a team from the `--models` shorthand; agent ids come from the model names."""
-    pairs = parse_models(models)
+    """Build a team from the `--models` shorthand; agent ids come from the model names.
+    `where` is how the caller names the argument in messages (`--models`, `models`)."""
+    pairs = parse_models(models, where)
     agents, seen = [], set()
     for i, (kind, model) in enumerate(pairs):
         base = re.sub(r"[^A-Za-z0-9_.-]+", "-", model.rsplit("/", 1)[-1]).strip("-") or kind
@@ -51,4 +52,4 @@ def team_from_models(
         del i
     spec = ",".join(f"{k}/{m}" if m else k for k, m in pairs)
     return team_from_data({"agents": agents, "orchestrator": orchestrator or {}},
-                          "--models", env, name=f"models:{spec}")
+                          where, env, name=f"models:{spec}")

@@ -295,6 +295,8 @@ class Team:
     source: str  # file path, "models:<list>" or "bundled:<name>"
     # What the file asks for that this team will not do (one line per file, for users).
     warnings: tuple[str, ...] = ()
+    #: What the caller should know about how the team was put together (agents left out).
+    notes: tuple[str, ...] = ()
 
     def with_overrides(self, **knobs: Any) -> Team:
         """A copy with orchestrator knobs replaced (None values are ignored)."""
@@ -306,4 +308,4 @@ class Team:
                 {**self.orchestrator.model_dump(exclude_unset=True), **changes})
         except ValidationError as e:
             raise ConfigError(format_validation_error(e, "options")) from None
-        return Team(self.name, self.agents, orch, self.source, self.warnings)
+        return Team(self.name, self.agents, orch, self.source, self.warnings, self.notes)

@@ -30,6 +30,9 @@ def describe_event(line: dict[str, Any]) -> str:
             " (error)" if line.get("is_error") else "")
     if kind == "presentation_done":
         return "final answer presented" if line.get("presented") else "stored answer kept"
+    if kind == "timeout":
+        return (f"time limit reached: the run stops after {float(line.get('seconds') or 0):g} s "
+                "and keeps what the agents have so far")
     if kind == "run_finished":
         return f"finished: {line.get('status')}"
     details = {k: v for k, v in line.items() if k not in ("seq", "ts", "kind", "t")}

@@ -123,11 +123,32 @@ class RunStore:
             result = RunResult.model_validate(data)
             if result.status == "running" and not _owner_alive(owner or {}):
                 result.status = "interrupted"
-                result.error = ("the server process running this run stopped before it "
+                result.error = ("the process running this run stopped before it "
                                 "finished; this is the state it had reached")
+                self._when(d, result)
             return result
         raise RunNotFoundError(f"no run '{run_id}' in {self.root}; list_runs shows the recent "
                                "ones")
+
+    def _when(self, d: Path, result: RunResult) -> None:
+        """An interrupted run's start and length, from its id and its event times (its
+        status.json may predate the first event)."""
+        if not result.started_at:
+            stamp = d.name[4:20]  # run_20261130T183300Z_... -> 20261130T183300Z
+            result.started_at = (f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}T{stamp[9:11]}:"
+                                 f"{stamp[11:13]}:{stamp[13:15]}Z")
+        if not result.elapsed_seconds:
+            # The last sign of life: the last event, or the events file's time (a live CLI
+            # run touches it while it waits on slow providers).
+            times = [e["ts"] for e in self.events(d.name)
+                     if isinstance(e.get("ts"), int | float)]
+            try:
+                times.append((d / "events.jsonl").stat().st_mtime)
+                created = (d / "meta.json").stat().st_mtime
+            except OSError:
+                created = min(times, default=0.0)
+            if times:
+                result.elapsed_seconds = round(max(0.0, max(times) - created), 3)
 
     def ids(self, limit: int | None = None) -> list[str]:
         """Run ids, newest first."""

@@ -8,7 +8,12 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from typing import Any
+
 from mcp.server.mcpserver import MCPServer
+from mcp.types import Icon, ToolAnnotations
 
 from massgen_mcp import __version__
 from massgen_mcp.app import App
@@ -25,9 +30,22 @@ INSTRUCTIONS = (
     "tool-call timeout is short.")
 
 
+class _Server(MCPServer):
+    """Tool descriptions come from docstrings; clients get them without the source's
+    indentation (Python 3.11 and 3.12 keep it in `__doc__`)."""
+
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, title: str | None = None,
+                 description: str | None = None, annotations: ToolAnnotations | None = None,
+                 icons: list[Icon] | None = None, meta: dict[str, Any] | None = None,
+                 structured_output: bool | None = None) -> None:
+        text = description or fn.__doc__
+        super().add_tool(fn, name, title, inspect.cleandoc(text) if text else None,
+                         annotations, icons, meta, structured_output)
+
+
 def build_server(app: App) -> tuple[MCPServer, ToolHost]:
     """The MCPServer with every tool, resource and prompt registered."""
-    mcp = MCPServer(name="massgen-mcp", title="MassGen MCP — ask a team of models",
+    mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
                     version=__version__, instructions=INSTRUCTIONS,
                     website_url="https://github.com/massgen-mcp/massgen-mcp")
     host = ToolHost(app)

@@ -20,6 +20,7 @@ from massgen_mcp.app import App
 from massgen_mcp.config.availability import BackendsReport, backends_report
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
+from massgen_mcp.runs.outcome import is_error, result_text, settle_wording
 from massgen_mcp.server.host import ToolHost, tool_errors
 
 
@@ -54,15 +55,21 @@ def _summary(r: RunResult) -> RunSummary:
         elapsed_seconds=r.elapsed_seconds, started_at=r.started_at, team=r.team)
 
 
-def _tool_result(result: RunResult) -> CallToolResult:
-    """The result, shortened when it would be too big for MCP clients to receive, with one
-    line saying where to watch the run."""
+def _tool_result(result: RunResult, notes: tuple[str, ...] = ()) -> CallToolResult:
+    """The run as a tool result, shortened when it would be too big for MCP clients, with
+    one line saying where to watch the run. A failed run (or one stopped with no answer at
+    all) is an error to the client, with its structured result still attached. `notes` say
+    how the team was put together (agents left out for missing keys)."""
     from massgen_mcp.runs.view import view_hint
     from massgen_mcp.server.result_size import fit_result
 
-    return fit_result(f"{result.summary_text()}\n{view_hint(result.run_id)}",
-                      result.model_dump(mode="json"), f"massgen://runs/{result.run_id}",
-                      f"{result.log_dir}/result.json")
+    settle_wording(result)
+    text = "\n".join([*(f"Note: {n}" for n in notes), result_text(result),
+                      view_hint(result.run_id)])
+    out = fit_result(text, result.model_dump(mode="json"), f"massgen://runs/{result.run_id}",
+                     f"{result.log_dir}/result.json")
+    out.is_error = is_error(result)
+    return out
 
 
 def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
@@ -106,7 +113,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
                                      max_answers_per_agent=max_answers_per_agent)
         prepared = app.consensus(chosen, task, context=full_context,
                                  backend_context={"session": ctx.session})
-        return _tool_result(await host.run(prepared, ctx, wait))
+        return _tool_result(await host.run(prepared, ctx, wait), chosen.notes)
 
     @mcp.tool(title="Get a run")
     @tool_errors

@@ -101,9 +101,10 @@ def serve(args: argparse.Namespace) -> int:
               allow_cli_agents=args.allow_cli_agents)
     for name in filter(None, (args.team, args.checkpoint_team)):
         try:
-            from massgen_mcp.config.load import load_team
+            from massgen_mcp.config.choose import resolve_team
 
-            load_team(name, app.env)
+            for note in resolve_team(team=name, env=app.env).notes:
+                print(f"massgen-mcp: {note}", file=sys.stderr)
         except MassgenError as e:
             print(f"massgen-mcp: warning: team '{name}' is not usable yet: {e}", file=sys.stderr)
     mcp, host = build_server(app)
@@ -209,8 +210,10 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
     server = _Server(config)
 
     async def exit_on_stop() -> None:
-        await stop.wait()
-        server.should_exit = True
+        try:
+            await stop.wait()
+        finally:  # also when the stop cancels this task first
+            server.should_exit = True
     url = f"http://{args.host}:{args.port}{'/sse' if args.transport == 'sse' else '/mcp'}"
 
     async def announce() -> None:
@@ -223,5 +226,9 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
     async with anyio.create_task_group() as tg:
         tg.start_soon(announce)
         tg.start_soon(exit_on_stop)
-        await server.serve()
+        # Shielded: cancelling uvicorn mid-serve makes it log a CancelledError traceback
+        # from its lifespan task; `should_exit` shuts it down cleanly instead (the runs it
+        # is waiting on are cancelled by the caller's scope meanwhile).
+        with anyio.CancelScope(shield=True):
+            await server.serve()
         tg.cancel_scope.cancel()
