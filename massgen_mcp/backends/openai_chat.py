@@ -27,40 +27,45 @@ from massgen_mcp.backends._common import (
 from massgen_mcp.messages import Message, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
+    import openai
 
     from massgen_mcp.config.team import AgentSpec
 
 # ---------------------------------------------------------------------------- the backend
 
 
-def _api_errors(spec: AgentSpec) -> AbstractContextManager[None]:
+def openai_errors(spec: AgentSpec) -> AbstractContextManager[None]:
+    """The OpenAI SDK's errors as ours (both OpenAI wire formats use it)."""
     import openai
 
     return stainless_errors(spec, openai, openai.OpenAIError)
+
+
+def openai_client(spec: AgentSpec) -> openai.AsyncOpenAI:
+    """The SDK client for an agent (Azure's when it is an Azure deployment)."""
+    import openai
+
+    # Local servers ignore the key, but the SDK refuses to start without one.
+    key = spec.api_key.get_secret_value() if spec.api_key else "not-needed"
+    common: dict[str, Any] = {
+        "api_key": key, "max_retries": spec.backend.max_retries,
+        "timeout": spec.backend.request_timeout_seconds,
+        "http_client": openai.DefaultAsyncHttpxClient(verify=ssl_context())}
+    if spec.provider.name == "azure_openai":
+        return openai.AsyncAzureOpenAI(
+            azure_endpoint=spec.base_url or "",
+            api_version=spec.backend.api_version or AZURE_API_VERSION, **common)
+    return openai.AsyncOpenAI(base_url=spec.base_url, **common)
 
 
 class OpenAIChatBackend:
     """`Backend` for the Chat Completions wire format."""
 
     def __init__(self, spec: AgentSpec, **context: Any) -> None:
-        import openai
-
         self.provider = spec.provider.name
         self.model = spec.model
         self._spec = spec
-        # Local servers ignore the key, but the SDK refuses to start without one.
-        key = spec.api_key.get_secret_value() if spec.api_key else "not-needed"
-        common: dict[str, Any] = {
-            "api_key": key, "max_retries": spec.backend.max_retries,
-            "timeout": spec.backend.request_timeout_seconds,
-            "http_client": openai.DefaultAsyncHttpxClient(verify=ssl_context())}
-        self._client: openai.AsyncOpenAI
-        if spec.provider.name == "azure_openai":
-            self._client = openai.AsyncAzureOpenAI(
-                azure_endpoint=spec.base_url or "",
-                api_version=spec.backend.api_version or AZURE_API_VERSION, **common)
-        else:
-            self._client = openai.AsyncOpenAI(base_url=spec.base_url, **common)
+        self._client = openai_client(spec)
 
     async def turn(
         self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
@@ -68,7 +73,7 @@ class OpenAIChatBackend:
         from openai.types.chat import ChatCompletion
 
         params = self._params(messages, tools, require_tool)
-        with _api_errors(self._spec):
+        with openai_errors(self._spec):
             # The SDK's public `post` (its retries, timeouts, auth and errors) with our body
             # as is: `chat.completions.create` would first re-walk these plain dicts against
             # its TypedDicts, a third of the SDK's CPU per call, for nothing.

@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.backends._common import (
     TOOL_ERROR_PREFIX,
     new_call_id,
     parse_arguments,
-    ssl_context,
-    stainless_errors,
 )
 from massgen_mcp.backends.native_tools import NativeUse, responses_tools
+from massgen_mcp.backends.openai_chat import openai_client, openai_errors
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
@@ -39,32 +37,20 @@ _REASONING_MODEL = re.compile(r"^(o\d|gpt-5|codex|grok-4|grok-3-mini|gpt-oss)", 
 _NATIVE_CALLS = {"web_search_call": "web_search", "code_interpreter_call": "code_interpreter"}
 
 
-def _api_errors(spec: AgentSpec) -> AbstractContextManager[None]:
-    import openai
-
-    return stainless_errors(spec, openai, openai.OpenAIError)
-
-
 class OpenAIResponsesBackend:
     """`Backend` for the OpenAI Responses wire format."""
 
     def __init__(self, spec: AgentSpec, **context: Any) -> None:
-        import openai
-
         self.provider = spec.provider.name
         self.model = spec.model
         self._spec = spec
-        key = spec.api_key.get_secret_value() if spec.api_key else "not-needed"
-        self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=spec.base_url, max_retries=spec.backend.max_retries,
-            timeout=spec.backend.request_timeout_seconds,
-            http_client=openai.DefaultAsyncHttpxClient(verify=ssl_context()))
+        self._client = openai_client(spec)
 
     async def turn(
         self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
     ) -> Turn:
         params = self._params(messages, tools, require_tool)
-        with _api_errors(self._spec):
+        with openai_errors(self._spec):
             response = await self._client.responses.create(**params)
         texts: list[str] = []
         calls: list[ToolCall] = []
