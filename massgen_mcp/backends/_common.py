@@ -15,7 +15,7 @@ from massgen_mcp.backends.lenient_json import loads_lenient
 from massgen_mcp.config.providers import provider_for_base_url
 from massgen_mcp.errors import BackendError, PermanentBackendError, TransientBackendError
 from massgen_mcp.messages import ToolCall
-from massgen_mcp.redaction import redact_text
+from massgen_mcp.redaction import redact_text, safe_text
 
 if TYPE_CHECKING:
     import ssl
@@ -55,7 +55,9 @@ def tool_call(call_id: str, name: str, raw: Any) -> ToolCall:
     """A `ToolCall` from the provider's raw arguments, read leniently (`lenient_json`): a
     repaired reading is kept, with what was repaired in `repaired`."""
     if isinstance(raw, dict):
-        return ToolCall(call_id, name, raw)
+        clean = _encodable(raw)
+        return ToolCall(call_id, name, clean,
+                        repaired=None if clean == raw else "replaced invalid characters")
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return ToolCall(call_id, name)  # a call without arguments
     value, note = raw, None
@@ -69,7 +71,21 @@ def tool_call(call_id: str, name: str, raw: Any) -> ToolCall:
         return ToolCall(call_id, name, arguments_error=(
             f"the arguments must be a JSON object, not {type(value).__name__}: "
             f"{_clip(json.dumps(value, default=str), 200)}"))
+    clean = _encodable(value)
+    if clean != value:  # a lone surrogate (`"\ud800"`) could be neither replayed nor stored
+        value, note = clean, "; ".join(filter(None, [note, "replaced invalid characters"]))
     return ToolCall(call_id, name, value, repaired=note)
+
+
+def _encodable(value: Any) -> Any:
+    """`value` with every string made encodable as UTF-8."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, dict):
+        return {safe_text(str(k)): _encodable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_encodable(v) for v in value]
+    return value
 
 
 def count(value: Any) -> int:
