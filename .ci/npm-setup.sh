@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the Node packages the tests drive (tests/js): the coding-agent CLIs (Claude Code,
+# Install the Node packages the tests drive (tests/js): the coding-agent CLIs (Claude Code, Copilot,
 # Codex, Gemini CLI; pinned, see shared reference cli-agents.md), the `skills` installer, the MCP Inspector CLI, the TypeScript
 # SDK client, the MCP conformance suite and a Node 22 binary (npm package `node`; the system
 # Node is left alone). Idempotent: a tree installed from the same lockfile is kept, since
@@ -15,7 +15,7 @@ want="$(cat package.json package-lock.json | sha256sum | cut -d' ' -f1)"
 installed_ok() {
   [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] || return 1
   local bin
-  for bin in node conformance mcp-inspector claude codex gemini skills; do
+  for bin in node conformance mcp-inspector claude codex copilot gemini skills; do
     [[ -x "node_modules/.bin/$bin" ]] || return 1
   done
   [[ "$(node_modules/.bin/node --version 2>/dev/null)" == v22.* ]]
