@@ -54,7 +54,17 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                    help="default team for every tool call: a bundled name or a team YAML path "
                         "(a call's own team/models wins)")
     p.add_argument("--checkpoint-team", default=default(None),
-                   help="reviewer team for the checkpoint tool (bundled name or YAML path)")
+                   help="reviewer team for the checkpoint tool (bundled name or YAML path; "
+                        "default: the bundled checkpoint team)")
+    p.add_argument("--allow-checkpoint-team-override", action="store_true",
+                   default=default(False),
+                   help="let `checkpoint` calls choose their own reviewers (models/team); off "
+                        "by default: the agent being reviewed never picks its reviewers")
+    p.add_argument("--checkpoint-approval", choices=["majority", "unanimous"],
+                   default=default(None),
+                   help="how many live reviewers must vote for a checkpoint plan before it is "
+                        "approved (default majority; a team file's orchestrator.approval may "
+                        "ask for unanimous; the stricter wins)")
     p.add_argument("--team-dir", action="append", default=default([]), metavar="DIR",
                    help="a directory of team YAML files tool calls may name (by name or path); "
                         "repeatable; ~/.config/massgen-mcp/teams is always one")

@@ -40,10 +40,11 @@ import os
 import sys
 
 from massgen_mcp.hook.active import StateFileError, load_active_plan
+from massgen_mcp.hook.hardline import RecordingScope, call_findings
 from massgen_mcp.hook.matching import PLACEHOLDER, call_matches, same_tool, value_matches
 from massgen_mcp.hook.patterns import WRITE_TOOLS, check_call
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import Scope, is_under
+from massgen_mcp.hook.scope import is_under
 from massgen_mcp.hook.shell import command_head, simple_commands
 
 TYPE_CHECKING = False
@@ -55,6 +56,9 @@ ON_ERROR_ENV = "MASSGEN_HOOK_ON_ERROR"
 MODES = ("deny", "ask")
 ON_ERROR = ("deny", "allow")
 _PREFIX = "massgen-mcp checkpoint guard"
+#: A decision not made within this many seconds is a deny: Claude Code treats a hook that
+#: times out as a non-blocking error, so a hanging hook would let the call through.
+DEADLINE_S = 2.0
 
 
 class HookInputError(ValueError):
@@ -139,8 +143,16 @@ def decide(tool: str, tool_input: dict[str, Any], cwd: str, mode: str) -> tuple[
     workspace, plan, problem = load_active_plan(cwd)
     if problem:
         print(f"massgen-mcp hook: {problem}", file=sys.stderr)
-    scope = Scope.create(cwd, _workspace(cwd, workspace))
+    scope = RecordingScope.create(cwd, _workspace(cwd, workspace))
     findings = check_call(tool, tool_input, scope)
+    root = (plan or {}).get("checkpoints_root")
+    hard = call_findings(tool, tool_input, scope, findings,
+                         (root,) if isinstance(root, str) else ())
+    if hard:
+        return "deny", (
+            f"{_PREFIX}: {_findings_text(hard)}. This is on the hardline policy, which no "
+            "checkpoint plan can approve; do not try another way to do it. If it truly must "
+            "happen, ask the user to do it themselves.")
     approved = [e for e in (plan or {}).get("approved", []) if isinstance(e, dict)]
     if plan and approved:
         base = str(plan.get("workspace") or scope.workspace)  # approved paths are relative to it
@@ -245,32 +257,87 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of `massgen-mcp hook pre-tool-use [--mode ...] [--on-error ...]`.
 
     `argv` may start with `pre-tool-use` (as in `python -m massgen_mcp.hook.main
-    pre-tool-use`) or hold only the options (as passed by the CLI).
+    pre-tool-use`) or hold only the options (as passed by the CLI). The decision is made
+    within DEADLINE_S seconds or it is a failure (deny, by default).
     """
     options = _parse_args(sys.argv[1:] if argv is None else list(argv))
     mode = _choice(options.get("--mode"), MODE_ENV, MODES)
     on_error = _choice(options.get("--on-error"), ON_ERROR_ENV, ON_ERROR)
+    code, out = _within_deadline(lambda: _run(mode, on_error), on_error)
+    if out:
+        sys.stdout.write(out)
+    return code
+
+
+def _run(mode: str, on_error: str) -> tuple[int, str]:
+    """(exit code, stdout text) of one hook call."""
     try:
         tool, tool_input, cwd = parse_input(sys.stdin.read())
         result = decide(tool, tool_input, cwd, mode)
     except HookInputError as e:
         return _fail(on_error, f"malformed hook input: {e}")
     except StateFileError as e:
-        return _fail(on_error, f"unreadable checkpoint state: {e}")
+        return _fail(on_error, f"unusable checkpoint state: {e}")
     except Exception as e:  # the on-error policy must decide, never a traceback
         return _fail(on_error, f"internal error: {type(e).__name__}: {e}")
-    if result is not None:
-        print(_output(*result))
-    return 0
+    return 0, (_output(*result) + "\n") if result is not None else ""
 
 
-def _fail(on_error: str, message: str) -> int:
+def _within_deadline(run: Any, on_error: str) -> tuple[int, str]:
+    """`run()` in a forked child, given DEADLINE_S seconds: whatever hangs (a FIFO, a lock,
+    a pathological pattern, stdin never closed), the parent answers in time."""
+    if not hasattr(os, "fork"):
+        return run()  # type: ignore[no-any-return]
+    import select
+    import time
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child decides; it must never return into the caller's code
+        os.close(read_end)
+        try:
+            code, out = run()
+            data = f"{code}\n{out}".encode()
+            while data:
+                data = data[os.write(write_end, data):]
+        finally:
+            sys.stderr.flush()
+            os._exit(0)
+    os.close(write_end)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + DEADLINE_S
+    done = False
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([read_end], [], [], left)[0]:
+                break
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                done = True
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        if not done:
+            import signal
+
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    text = b"".join(chunks).decode("utf-8", errors="replace")
+    code, sep, out = text.partition("\n")
+    if not done or not sep or not code.isdigit():
+        why = (f"no decision within {DEADLINE_S:g} s" if not done
+               else "the deciding process ended without a decision")
+        return _fail(on_error, why)
+    return int(code), out
+
+
+def _fail(on_error: str, message: str) -> tuple[int, str]:
     print(f"massgen-mcp hook: {message}", file=sys.stderr)
     if on_error == "allow":
-        return 1
-    print(_output("deny", f"{_PREFIX} could not check this call ({message}), and it fails "
-                          "closed. Fix the cause, or run the hook with --on-error allow."))
-    return 0
+        return 1, ""
+    return 0, _output("deny", f"{_PREFIX} could not check this call ({message}), and it fails "
+                              "closed. Fix the cause, or run the hook with --on-error allow.") + "\n"
 
 
 if __name__ == "__main__":
