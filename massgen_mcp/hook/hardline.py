@@ -240,8 +240,9 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
 def _event(kind: str, path: str, scope: Scope, keys: str,
            protected: list[str]) -> list[Finding]:
     out: list[Finding] = []
-    if any(names_inside(path, p) or (kind == "delete" and names_ancestor(path, p))
-           for p in protected):
+    # Deleting the workspace or above is judged by the delete rules (rm-workspace, home).
+    above = kind == "delete" and not names_ancestor(path, scope.workspace)
+    if any(names_inside(path, p) or (above and names_ancestor(path, p)) for p in protected):
         out.append(_finding("guard", f"{'deletes' if kind == 'delete' else 'writes'} {path}, "
                                      "part of the checkpoint guard (its key, state, settings "
                                      "or program)"))

@@ -156,7 +156,7 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
     if not isinstance(objective, str) or not objective.strip():
         raise InputError("the objective is empty: say what risky phase needs a plan")
     session = load_session(engine.state, workspace_dir)
-    fmt = CheckpointAnswerFormat(session.tool_names(), action_goals)
+    fmt = CheckpointAnswerFormat(session.tool_names(), action_goals, session.workspace_dir)
     task = review_task(session, objective, action_goals, eval_criteria, include_format=False)
     ckpt = new_checkpoint_dir(session, objective=objective, action_goals=action_goals,
                               eval_criteria=eval_criteria, review_task=task)

@@ -342,9 +342,15 @@ def _dump(step: Step, recovery: Any) -> dict[str, Any]:
 
 
 def validate_checkpoint_plan(
-    data: Any, *, available_tools: list[str], action_goals: list[Any] | None
+    data: Any, *, available_tools: list[str], action_goals: list[Any] | None,
+    workspace: str | None = None,
 ) -> dict[str, Any]:
-    """Check a plan; return it normalized or raise `AnswerRejected` listing every problem."""
+    """Check a plan; return it normalized or raise `AnswerRejected` listing every problem.
+
+    With `workspace`, every approved call, rollback and compensation is also held to the
+    hardline policy (`hook/hardline.py`), judged as the hook would judge it there: a plan
+    that lists a hardline action is rejected, naming the step and the reason.
+    """
     if not isinstance(data, dict):
         raise AnswerRejected(["plan: must be an object {\"steps\": [...]}"])
     goals = normalize_goals(action_goals)
@@ -395,6 +401,14 @@ def validate_checkpoint_plan(
     if check.problems:
         raise AnswerRejected(check.problems)
     plan: dict[str, Any] = {"steps": [_dump(step, tree) for step, tree in steps]}
+    if workspace is not None:
+        from massgen_mcp.hook.active import approved_calls
+        from massgen_mcp.hook.hardline import plan_problems
+
+        hard = plan_problems(approved_calls(plan["steps"]), workspace)
+        if hard:
+            raise AnswerRejected([f"{p}; remove it from the plan (no plan can approve it)"
+                                  for p in hard])
     if notes:
         plan["notes"] = notes
     return plan
