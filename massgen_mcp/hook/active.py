@@ -397,15 +397,16 @@ def _current_problem(key: bytes, record: dict[str, Any], session_id: str) -> str
         return "it carries no checkpoint sequence and nonce (written by an older massgen-mcp)"
     seen = read_json(seen_path(session_id))
     high = seen.get("sequence") if isinstance(seen, dict) else None
-    if isinstance(high, int) and mark.get("sequence", 0) < high:
+    current = mark.get("sequence")
+    if not isinstance(current, int) or (isinstance(high, int) and current < high):
         return (f"its mark is older than checkpoint #{high}, which this hook already saw (an "
                 "old copy was put back)")
+    if not isinstance(high, int) or high < current:
+        with contextlib.suppress(OSError):  # a read-only key dir must not deny good calls
+            write_json_atomic(seen_path(session_id), {"sequence": current})
     if not mark.get("active") or mark.get("sequence") != sequence or not hmac.compare_digest(
             str(mark.get("nonce", "")), nonce):
         return (f"it is checkpoint #{sequence}, not the current one (#{mark.get('sequence')}"
                 f"{'' if mark.get('active') else ', deactivated'}): a superseded approval "
                 "approves nothing")
-    if not isinstance(high, int) or high < sequence:
-        with contextlib.suppress(OSError):  # a read-only key dir must not deny good calls
-            write_json_atomic(seen_path(session_id), {"sequence": sequence})
     return None
