@@ -532,7 +532,7 @@ def test_broken_index_fails_closed_with_the_reason(planned: Path) -> None:
     index = planned / ".massgen" / "checkpoints" / "index.json"
     index.write_text("{truncated")
     for command in ("ls", "rm -rf /srv/app/releases/v0"):
-        _, out, err = run_hook(call("Bash", {"command": command}, planned))
+        _, out, _ = run_hook(call("Bash", {"command": command}, planned))
         verdict, reason = decision(out)
         assert verdict == "deny" and "index.json is not valid JSON" in reason, command
 

@@ -161,6 +161,14 @@ def build_parser() -> argparse.ArgumentParser:
                        default=None, help="client to register with; repeatable (default: claude)")
     setup.add_argument("--hooks", action="store_true",
                        help="add the PreToolUse checkpoint hook to .claude/settings.json")
+    setup.add_argument("--sandbox", action="store_true",
+                       help="turn on Claude Code's own OS sandbox for Bash (bubblewrap on "
+                            "Linux, Seatbelt on macOS): writes only in the project and a "
+                            "private temp dir, the guard's key and your credential stores "
+                            "unreadable (with --client claude)")
+    setup.add_argument("--allow-domain", action="append", default=[], dest="allow_domains",
+                       metavar="DOMAIN", help="with --sandbox: a domain sandboxed commands "
+                                              "may reach without asking; repeatable")
     setup.add_argument("--instructions", choices=["CLAUDE.md", "AGENTS.md"], default=None,
                        help="add a managed instructions block to this file")
     setup.add_argument("--command", default=None, dest="launch",
@@ -358,7 +366,8 @@ def _setup_command(args: argparse.Namespace) -> int:
     try:
         command = shlex.split(args.launch) if args.launch else None
         changes = run_setup(Path(args.dir), clients=clients, hooks=args.hooks,
-                            instructions=args.instructions, command=command)
+                            instructions=args.instructions, command=command,
+                            sandbox=args.sandbox, allow_domains=args.allow_domains)
     except (MassgenError, ValueError, OSError) as e:
         print(f"massgen-mcp setup: {e}", file=sys.stderr)
         return EXIT_FAILED

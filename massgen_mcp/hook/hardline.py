@@ -138,7 +138,8 @@ def names_inside(pattern: str, root: str) -> bool:
     pat, want = _segments(pattern), _segments(root)
     if "**" in pat[:len(want)]:
         return True
-    return len(pat) >= len(want) and all(fnmatch.fnmatchcase(w, p) for p, w in zip(pat, want))
+    return len(pat) >= len(want) and all(
+        fnmatch.fnmatchcase(w, p) for p, w in zip(pat, want, strict=False))
 
 
 def names_ancestor(pattern: str, target: str) -> bool:
@@ -148,7 +149,8 @@ def names_ancestor(pattern: str, target: str) -> bool:
     pat, want = _segments(pattern), _segments(target)
     if "**" in pat:
         return True
-    return len(pat) <= len(want) and all(fnmatch.fnmatchcase(w, p) for p, w in zip(pat, want))
+    return len(pat) <= len(want) and all(
+        fnmatch.fnmatchcase(w, p) for p, w in zip(pat, want, strict=False))
 
 
 def _absolute(scope: Scope, word: str) -> str | None:
@@ -184,16 +186,22 @@ class RecordingScope(Scope):
     command a second time.
     """
 
+    events: list[tuple[str, str]]
+
     def __new__(cls, *fields: Any) -> RecordingScope:
         self = super().__new__(cls, *fields)
-        self.events = []  # type: ignore[misc]
+        self.events = []
         return self
 
-    events: list[tuple[str, str]]
+    @classmethod
+    def record(cls, cwd: str, workspace: str | None = None) -> RecordingScope:
+        """`Scope.create`, recording."""
+        base = Scope.create(cwd, workspace)
+        return cls(base.cwd, base.workspace, base.home, base.temp_roots)
 
     def with_cwd(self, cwd: str) -> RecordingScope:
         moved = RecordingScope(os.path.realpath(cwd), self.workspace, self.home, self.temp_roots)
-        moved.events = self.events  # type: ignore[misc]
+        moved.events = self.events
         return moved
 
     def _record(self, kind: str, word: str) -> None:
@@ -411,8 +419,7 @@ def _operator(tool: str, tool_input: dict[str, Any], scope: Scope,
 
 
 def _dedup(findings: list[Finding]) -> list[Finding]:
-    seen: set[str] = set()
-    return [f for f in findings if not (f.detail in seen or seen.add(f.detail))]
+    return list({f.detail: f for f in reversed(findings)}.values())[::-1]
 
 
 # ------------------------------------------------------------------ plans
@@ -438,7 +445,7 @@ def plan_problems(approved: list[dict[str, Any]], workspace: str) -> list[str]:
         args = fill(entry.get("args") or {})
         if not isinstance(args, dict):
             continue
-        scope = RecordingScope.create(workspace, workspace)
+        scope = RecordingScope.record(workspace, workspace)
         findings = check_call(entry["tool"], args, scope)
         hard = call_findings(entry["tool"], args, scope, findings)
         role = "" if entry.get("role") == "action" else f" ({entry.get('role')})"

@@ -49,6 +49,7 @@ from massgen_mcp.hook.shell import command_head, simple_commands
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
+    from collections.abc import Callable
     from typing import Any
 
 MODE_ENV = "MASSGEN_HOOK_MODE"
@@ -143,7 +144,7 @@ def decide(tool: str, tool_input: dict[str, Any], cwd: str, mode: str) -> tuple[
     workspace, plan, problem = load_active_plan(cwd)
     if problem:
         print(f"massgen-mcp hook: {problem}", file=sys.stderr)
-    scope = RecordingScope.create(cwd, _workspace(cwd, workspace))
+    scope = RecordingScope.record(cwd, _workspace(cwd, workspace))
     findings = check_call(tool, tool_input, scope)
     root = (plan or {}).get("checkpoints_root")
     hard = call_findings(tool, tool_input, scope, findings,
@@ -283,11 +284,11 @@ def _run(mode: str, on_error: str) -> tuple[int, str]:
     return 0, (_output(*result) + "\n") if result is not None else ""
 
 
-def _within_deadline(run: Any, on_error: str) -> tuple[int, str]:
+def _within_deadline(run: Callable[[], tuple[int, str]], on_error: str) -> tuple[int, str]:
     """`run()` in a forked child, given DEADLINE_S seconds: whatever hangs (a FIFO, a lock,
     a pathological pattern, stdin never closed), the parent answers in time."""
     if not hasattr(os, "fork"):
-        return run()  # type: ignore[no-any-return]
+        return run()
     import select
     import time
 
@@ -296,8 +297,8 @@ def _within_deadline(run: Any, on_error: str) -> tuple[int, str]:
     if pid == 0:  # the child decides; it must never return into the caller's code
         os.close(read_end)
         try:
-            code, out = run()
-            data = f"{code}\n{out}".encode()
+            result = run()
+            data = f"{result[0]}\n{result[1]}".encode()
             while data:
                 data = data[os.write(write_end, data):]
         finally:
@@ -324,20 +325,21 @@ def _within_deadline(run: Any, on_error: str) -> tuple[int, str]:
             os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     text = b"".join(chunks).decode("utf-8", errors="replace")
-    code, sep, out = text.partition("\n")
-    if not done or not sep or not code.isdigit():
+    status, sep, out = text.partition("\n")
+    if not done or not sep or not status.isdigit():
         why = (f"no decision within {DEADLINE_S:g} s" if not done
                else "the deciding process ended without a decision")
         return _fail(on_error, why)
-    return int(code), out
+    return int(status), out
 
 
 def _fail(on_error: str, message: str) -> tuple[int, str]:
     print(f"massgen-mcp hook: {message}", file=sys.stderr)
     if on_error == "allow":
         return 1, ""
-    return 0, _output("deny", f"{_PREFIX} could not check this call ({message}), and it fails "
-                              "closed. Fix the cause, or run the hook with --on-error allow.") + "\n"
+    reason = (f"{_PREFIX} could not check this call ({message}), and it fails closed. Fix "
+              "the cause, or run the hook with --on-error allow.")
+    return 0, _output("deny", reason) + "\n"
 
 
 if __name__ == "__main__":

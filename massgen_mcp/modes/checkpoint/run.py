@@ -170,7 +170,8 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
     def record(result: RunResult) -> CheckpointResult:
         votes = [v.model_dump() for v in result.votes]
         winner = result.winner.agent_id if result.winner else None
-        status, error = result.status, result.error
+        status: str = result.status
+        error = result.error
         problem = agreement_problem(result, rule) if status in ("completed", "degraded") else None
         if problem:
             status, error = NO_AGREEMENT, problem
