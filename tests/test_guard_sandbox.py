@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 from cli_agents import cli_env
 from mcp_harness import EXE
-from scripted_provider import TEST_KEY, Call, Reply, ScriptedProvider, ScriptRequest, Text, ToolCalls
+from scripted_provider import (
+    TEST_KEY,
+    Call,
+    Reply,
+    ScriptedProvider,
+    ScriptRequest,
+    Text,
+    ToolCalls,
+)
 from tiers import require, require_node_bin, require_program
 
 from massgen_mcp.cli.setup import run_setup

@@ -16,6 +16,7 @@ import anyio
 import pytest
 from agents import has_answered, presenting
 from mcp import Client
+from mcp.types import TextContent
 from mcp_harness import server_env, write_team
 from scripted_provider import Call, Reply, ScriptedProvider, ScriptRequest, ToolCalls, vote
 
@@ -27,6 +28,12 @@ TOOLS = [{"name": "Bash", "description": "run a shell command",
           "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
 PUSH = "git push --force origin main"
 GOALS = [{"id": "push", "description": "force-push the rewritten main"}]
+
+
+def text_of(result: Any) -> str:
+    first = result.content[0]
+    assert isinstance(first, TextContent)
+    return first.text
 
 
 def push_plan(note: str) -> dict[str, Any]:
@@ -121,7 +128,7 @@ async def test_a_split_vote_approves_nothing_and_says_so(provider: ScriptedProvi
     data = r.structured_content
     assert r.is_error and data["status"] == "no_agreement" and data["plan"] is None
     assert "split" in data["error"] and "1 of 3" in data["error"] and "needs 2" in data["error"]
-    assert "No approved plan (status no_agreement)" in r.content[0].text
+    assert "No approved plan (status no_agreement)" in text_of(r)
     assert hook(workspace, PUSH)[0] == "deny"  # no plan is active: the push stays gated
     # the split plan is kept for the record, not activated
     assert json.loads((Path(data["logs_dir"]) / "plan.json").read_text())["plan"]
@@ -156,14 +163,14 @@ async def test_the_agent_cannot_choose_its_reviewers(provider: ScriptedProvider,
         for extra in ({"models": "openai/gpt-5"}, {"team": str(mine)}, {"team": "checkpoint"}):
             r = await checkpoint(client, workspace, **extra)
             assert r.is_error
-            text = r.content[0].text
+            text = text_of(r)
             assert "refused" in text and "--allow-checkpoint-team-override" in text, text
     assert not provider.requests_for("yes-man")
     # The operator can allow it explicitly (the team is then held to the tool-team rules).
     async with checkpoint_server(workspace, operator, allow_checkpoint_team_override=True,
                                  team_policy=None) as client:
         r = await checkpoint(client, workspace, team="checkpoint")
-        assert "refused" not in r.content[0].text
+        assert "refused" not in text_of(r)
 
 
 @pytest.mark.parametrize("raw", ["~/.ssh/id_rsa", ".env", "/proc/self/environ", "../outside.log",
@@ -179,7 +186,7 @@ async def test_trajectory_path_obeys_the_files_rules(provider: ScriptedProvider,
             "workspace_dir": str(workspace), "original_task": "t", "available_tools": TOOLS,
             "trajectory_path": raw})
     assert r.is_error
-    text = r.content[0].text
+    text = text_of(r)
     assert "trajectory_path: " in text and ("outside the working directory" in text
                                                      or "never sent to the models" in text), text
 
