@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from agents import has_answered, presenting
 from mcp_harness import EXE, server_env, write_team
 from scripted_provider import Reply, ScriptedProvider, ScriptRequest, Text, answer, vote
@@ -249,11 +248,12 @@ def test_the_sandbox_stops_escapes(tmp_path: Path) -> None:
     target = tmp_path / "escaped.txt"
     wrote = run_python(f"open({str(target)!r}, 'w').write('x')")
     assert not wrote.passed and not target.exists()
-    home = Path.home()
-    secrets = run_python(f"import os; print(os.path.exists({str(home)!r} + '/.ssh'), "
-                         f"os.listdir({str(home)!r}) if os.path.isdir({str(home)!r}) else [])")
-    assert ".ssh" not in secrets.output and ".pyenv" not in secrets.output.split("[")[-1] \
-        or "False" in secrets.output
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET")
+    read = run_python(f"print(open({str(secret)!r}).read())")
+    assert not read.passed and "TOPSECRET" not in read.output
+    ssh = run_python(f"import os; print(os.path.exists({str(Path.home() / '.ssh')!r}))")
+    assert ssh.passed and ssh.output.strip() == "False"
     net = run_python("import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)")
     assert not net.passed
     slow = run_python("while True: pass", time_limit_s=1)

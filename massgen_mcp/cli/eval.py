@@ -31,6 +31,8 @@ def add_eval_parser(sub: Any) -> None:
                         "self-consistency, team, oracle (default: all)")
     p.add_argument("--limit", type=int, default=None, help="items to run (arith default 50)")
     p.add_argument("--seed", type=int, default=0, help="arith generator seed (default 0)")
+    p.add_argument("--levels", default=None,
+                   help="arith difficulty levels to draw from, e.g. 1,2 (default 1-5)")
     p.add_argument("--max-cost-usd", type=float, default=None,
                    help="stop before the next item would pass this estimated cost")
     p.add_argument("--concurrency", type=int, default=2, help="items at once (default 2)")
@@ -59,16 +61,16 @@ def eval_main(args: argparse.Namespace) -> int:
     from massgen_mcp.errors import MassgenError
     from massgen_mcp.eval.run import EvalOptions, run_eval
 
-    options = EvalOptions(
-        args.suite, models=args.models, team=args.team,
-        arms=[a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else None,
-        limit=args.limit, max_cost_usd=args.max_cost_usd, concurrency=args.concurrency,
-        record=Path(args.record) if args.record else None,
-        replay=Path(args.replay) if args.replay else None, seed=args.seed,
-        checker=args.checker, state_dir=Path(args.state_dir) if args.state_dir else None,
-        fresh=args.fresh)
     bar = None if args.quiet else _Bar()
     try:
+        options = EvalOptions(
+            args.suite, models=args.models, team=args.team,
+            arms=[a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else None,
+            limit=args.limit, max_cost_usd=args.max_cost_usd, concurrency=args.concurrency,
+            record=Path(args.record) if args.record else None,
+            replay=Path(args.replay) if args.replay else None, seed=args.seed,
+            checker=args.checker, state_dir=Path(args.state_dir) if args.state_dir else None,
+            fresh=args.fresh, levels=_levels(args.levels))
         figures = anyio.run(lambda: run_eval(options, bar))
     except MassgenError as e:
         if bar:
@@ -92,6 +94,17 @@ def eval_main(args: argparse.Namespace) -> int:
         print(f"massgen-mcp eval: stopped early ({figures['stopped']})", file=sys.stderr)
         return EXIT_STOPPED
     return EXIT_OK
+
+
+def _levels(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        from massgen_mcp.errors import InputError
+
+        raise InputError(f"--levels takes numbers like 1,2, not {text!r}") from None
 
 
 def table(figures: dict[str, Any]) -> str:

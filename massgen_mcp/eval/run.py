@@ -55,6 +55,7 @@ class EvalOptions:
     checker: str | None = None
     state_dir: Path | None = None
     fresh: bool = False
+    levels: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -80,7 +81,8 @@ async def run_eval(options: EvalOptions, progress: ProgressFn | None = None) -> 
     if options.max_cost_usd is not None and options.max_cost_usd <= 0:
         raise InputError("--max-cost-usd must be a positive number")
     suite = await anyio.to_thread.run_sync(lambda: load_suite(
-        options.suite, limit=options.limit, seed=options.seed, checker=options.checker))
+        options.suite, limit=options.limit, seed=options.seed, checker=options.checker,
+        levels=options.levels))
     from massgen_mcp.app import App
     from massgen_mcp.config.choose import CLI
 

@@ -203,12 +203,18 @@ def _acceptor(accept: Any, where: str, checker: list[str] | None) -> Callable[[s
 
 
 def load_suite(name: str, *, limit: int | None = None, seed: int = 0,
-               checker: str | None = None) -> Suite:
+               checker: str | None = None, levels: tuple[int, ...] | None = None) -> Suite:
     """`arith`, `humaneval`, or the path of a JSONL file."""
+    from massgen_mcp.eval.arith import LEVELS
+
     if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1")
+    if levels and not set(levels) <= set(LEVELS):
+        raise InputError(f"--levels: arith levels are {LEVELS[0]} to {LEVELS[-1]}")
+    if levels and name != "arith":
+        raise InputError("--levels applies to the arith suite only")
     if name == "arith":
-        return arith_suite(seed, limit)
+        return arith_suite(seed, limit, levels)
     if name == "humaneval":
         return humaneval_suite(limit)
     path = Path(name)
