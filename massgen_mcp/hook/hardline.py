@@ -17,12 +17,7 @@ judge the call with the hook's own shell analysis (`shell.py`, `patterns.py`): a
 `RecordingScope` passed to `check_call` records every path the rules resolve, and this
 module classifies those paths; it parses nothing itself.
 
-Operator additions, one per line in `$MASSGEN_MCP_HARDLINE_FILE` (default
-`hardline.txt` next to the key; `#` starts a comment)::
-
-    path /srv/prod/**          no call may read, write or delete there
-    command terraform destroy  no Bash command starting with these words
-    tool mcp__payments__*      no call to these tools (a glob on the tool name)
+The operator's additions (`path`, `command`, `tool` rules) are in `hardline_operator.py`.
 """
 
 from __future__ import annotations
@@ -40,7 +35,6 @@ if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
 
     from massgen_mcp.hook.shell import SimpleCommand
 
-HARDLINE_FILE_ENV = "MASSGEN_MCP_HARDLINE_FILE"
 PREFIX = "hardline:"
 SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
                 "/proc", "/root", "/sbin", "/sys", "/usr", "/var", "/System", "/Library",
@@ -241,7 +235,9 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
     command = tool_input.get("command") if tool == "Bash" else None
     if isinstance(command, str):
         out.extend(_bash(command, scope, keys, protected))
-    out.extend(_operator(tool, tool_input, scope, command))
+    from massgen_mcp.hook.hardline_operator import operator_findings
+
+    out.extend(operator_findings(tool, tool_input, scope, command))
     return _dedup(out)
 
 
@@ -361,61 +357,6 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
 def _runs_our_code(cmd: SimpleCommand) -> bool:
     code = " ".join(cmd.args) + (cmd.stdin_code or "")
     return "massgen_mcp" in code
-
-
-# ------------------------------------------------------------------ operator additions
-
-
-def hardline_file() -> str:
-    return os.environ.get(HARDLINE_FILE_ENV) or os.path.join(key_dir(), "hardline.txt")
-
-
-def operator_rules() -> list[tuple[str, str]]:
-    """(kind, value) from the operator's file; kind is path, command or tool."""
-    from massgen_mcp.hook.active import read_text
-
-    text = read_text(hardline_file())
-    rules: list[tuple[str, str]] = []
-    for line in (text or "").splitlines():
-        line = line.split("#", 1)[0].strip()
-        kind, _, value = line.partition(" ")
-        if kind in ("path", "command", "tool") and value.strip():
-            rules.append((kind, value.strip()))
-    return rules
-
-
-def _operator(tool: str, tool_input: dict[str, Any], scope: Scope,
-              command: str | None) -> list[Finding]:
-    rules = operator_rules()
-    if not rules:
-        return []
-    out: list[Finding] = []
-    paths = [p for e in getattr(scope, "events", []) for p in [e[1]]]
-    for key in ("file_path", "notebook_path", "path"):
-        value = tool_input.get(key)
-        if isinstance(value, str) and (p := _absolute(scope, value)):
-            paths.append(p)
-    commands = []
-    if command:
-        from massgen_mcp.hook.shell import simple_commands
-
-        commands = [" ".join([c.program, *c.args]) for c in simple_commands(command)]
-        paths.extend(p for c in simple_commands(command) for w in _words(c)
-                     if (p := _absolute(scope, w)))
-    for kind, value in rules:
-        if kind == "tool" and fnmatch.fnmatchcase(tool, value):
-            out.append(_finding("operator", f"calls {tool}, which the operator's hardline "
-                                            f"file forbids ({value})"))
-        elif kind == "command" and any(c == value or c.startswith(value + " ")
-                                       for c in commands):
-            out.append(_finding("operator", f"runs `{value}`, which the operator's hardline "
-                                            "file forbids"))
-        elif kind == "path":
-            root = os.path.expanduser(value.rstrip("/").removesuffix("/**")) or "/"
-            if any(names_inside(p, root) or fnmatch.fnmatchcase(p, value) for p in paths):
-                out.append(_finding("operator", f"touches {value}, which the operator's "
-                                                "hardline file forbids"))
-    return out
 
 
 def _dedup(findings: list[Finding]) -> list[Finding]:
