@@ -203,3 +203,20 @@ async def test_a_trajectory_inside_the_project_is_shown(provider: ScriptedProvid
         r = await client.call_tool("checkpoint", {"objective": "push", "action_goals": GOALS})
         assert not r.is_error, r.content
     assert "all green" in provider.requests_for("rev0")[0].text
+
+
+async def test_the_calling_agents_own_model_is_never_its_reviewer(workspace: Path) -> None:
+    """No keys, no --checkpoint-team: sampling would make the caller review itself."""
+    from mcp import types
+
+    async def sampler(context: Any, params: Any) -> types.CreateMessageResult:
+        raise AssertionError("the reviewed agent's model was asked to review")
+
+    app = App(workspace / ".massgen", env=Environment({}, dotenv_dir=workspace), cwd=workspace)
+    mcp, host = build_server(app)
+    async with anyio.create_task_group() as background:
+        host.background = background
+        async with Client(mcp, mode="legacy", sampling_callback=sampler) as client:
+            r = await checkpoint(client, workspace)
+        background.cancel_scope.cancel()
+    assert r.is_error and "sampling would make the calling agent's own model" in text_of(r)

@@ -97,6 +97,9 @@ messages or email, publishing, touching credentials or shared infrastructure):
    that stray from the active plan, are blocked with the step to follow. If the situation
    changed, call `checkpoint` again instead of working around the hook; never edit
    `.claude/settings.json` or `.massgen/` to get past it.
+5. Some actions are on a hard line no plan can approve: deleting a home directory, a
+   system tree or `.git`, writing to a device, touching the guard's key, state or settings,
+   reading or sending secrets. When one is denied, stop and ask the user.
 """
 
 
