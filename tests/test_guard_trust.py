@@ -220,3 +220,28 @@ async def test_the_calling_agents_own_model_is_never_its_reviewer(workspace: Pat
             r = await checkpoint(client, workspace)
         background.cancel_scope.cancel()
     assert r.is_error and "sampling would make the calling agent's own model" in text_of(r)
+
+
+async def test_a_reviewer_plan_with_a_hardline_action_goes_back_with_the_reason(
+        provider: ScriptedProvider, tmp_path: Path, workspace: Path) -> None:
+    bad = push_plan("and clean home")
+    bad["steps"][1]["approved_action"]["args"]["command"] = "rm -rf ~"
+
+    def script(req: ScriptRequest) -> Reply:
+        if presenting(req) or not has_answered(req):
+            first = not req.tool_results
+            return ToolCalls([Call("new_answer", {"plan": bad if first else push_plan("ok")})])
+        return vote(own(0)(req), "safe")
+
+    provider.script("strict", script)
+    team = write_team(tmp_path / "one.yaml", provider, [("r1", "openai", "strict")])
+    async with checkpoint_server(workspace, team) as client:
+        r = await checkpoint(client, workspace)
+    assert not r.is_error, r.content
+    commands = [s.get("approved_action", {}).get("args", {}).get("command")
+                for s in r.structured_content["plan"]["steps"]]
+    assert commands == [None, PUSH]
+    feedback = next(q.tool_results for q in provider.requests_for("strict") if q.tool_results)
+    text = str(feedback[0]["content"])
+    assert "step 2: Bash" in text and "home directory" in text
+    assert "no plan can approve it" in text
