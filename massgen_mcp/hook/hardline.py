@@ -235,6 +235,8 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
     command = tool_input.get("command") if tool == "Bash" else None
     if isinstance(command, str):
         out.extend(_bash(command, scope, keys, protected))
+    if tool.startswith("mcp__"):
+        out.extend(_mcp(tool, tool_input, scope, keys))
     from massgen_mcp.hook.hardline_operator import operator_findings
 
     out.extend(operator_findings(tool, tool_input, scope, command))
@@ -265,14 +267,25 @@ def _event(kind: str, path: str, scope: Scope, keys: str,
     return out
 
 
+_PARSED: dict[str, list[SimpleCommand]] = {}
+
+
+def commands_of(command: str) -> list[SimpleCommand]:
+    """`shell.simple_commands`, parsed once per hook call however many checks ask."""
+    if command not in _PARSED:
+        from massgen_mcp.hook.shell import simple_commands
+
+        _PARSED.clear()
+        _PARSED[command] = simple_commands(command)
+    return _PARSED[command]
+
+
 def _link_sources(command: Any, scope: Scope) -> set[str]:
     """Targets of `ln -s`: the file rules judge them as deletes (a link to home is a way to
     delete it later), but making the link deletes nothing."""
     if not isinstance(command, str) or "ln" not in command:
         return set()
-    from massgen_mcp.hook.shell import simple_commands
-
-    return {p for c in simple_commands(command) if c.program == "ln"
+    return {p for c in commands_of(command) if c.program == "ln"
             for w in c.positionals()[:-1] if (p := _absolute(scope, w.rstrip("/") or "/"))}
 
 
@@ -287,6 +300,32 @@ def _read_tool(value: Any, scope: Scope, keys: str, tool: str) -> list[Finding]:
                                   "plans are kept")]
     kind = None if os.path.isdir(path) else secret_kind(path)
     return [_finding("secret", f"{tool} reads {value}, {kind}")] if kind else []
+
+
+_MCP_PATH_ARGS = ("path", "file_path", "filepath", "file", "filename", "source", "src",
+                  "paths", "files")
+
+
+def _mcp(tool: str, args: dict[str, Any], scope: Scope, keys: str) -> list[Finding]:
+    """Another MCP server's tool (it runs outside any sandbox) reaching the key, or reading
+    a secret (writing one is gated as a write, like the Write tool)."""
+    from massgen_mcp.hook.patterns import _WRITE_VERBS, name_words
+
+    words = set(name_words(tool.rsplit("__", 1)[-1]))
+    writes = bool(_WRITE_VERBS & words) and not words & {"upload", "send", "post", "share"}
+    out: list[Finding] = []
+    for key in _MCP_PATH_ARGS:
+        values = args.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            path = _absolute(scope, value) if isinstance(value, str) and value else None
+            if path is None:
+                continue
+            if names_inside(path, keys):
+                out.append(_finding("guard", f"{tool} reaches {value}, where the checkpoint "
+                                             "key and signed plans are kept"))
+            elif not writes and (kind := secret_kind(path)) and not os.path.isdir(path):
+                out.append(_finding("secret", f"{tool} reads or sends {value}, {kind}"))
+    return out
 
 
 def _words(cmd: SimpleCommand) -> list[str]:
@@ -313,8 +352,6 @@ def _recursive(cmd: SimpleCommand) -> bool:
 
 
 def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[Finding]:
-    from massgen_mcp.hook.shell import simple_commands
-
     out: list[Finding] = []
     home = scope.home.rstrip("/")
     spelled = {keys, keys.replace(home, "~", 1), keys.replace(home, "$HOME", 1),
@@ -324,7 +361,7 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             out.append(_finding("guard", f"names {needle}, where the checkpoint key and "
                                          "signed plans are kept"))
             break
-    for cmd in simple_commands(command):
+    for cmd in commands_of(command):
         if cmd.program.startswith("massgen-mcp") or cmd.program.startswith("massgen_mcp"):
             sub = next((a for a in cmd.args if not a.startswith("--") or a in
                         _OUR_SAFE_SUBCOMMANDS), "serve")

@@ -13,7 +13,14 @@ from __future__ import annotations
 import fnmatch
 import os
 
-from massgen_mcp.hook.hardline import _absolute, _finding, _words, key_dir, names_inside
+from massgen_mcp.hook.hardline import (
+    _absolute,
+    _finding,
+    _words,
+    commands_of,
+    key_dir,
+    names_inside,
+)
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope
 
@@ -56,10 +63,8 @@ def operator_findings(tool: str, tool_input: dict[str, Any], scope: Scope,
             paths.append(p)
     commands = []
     if command:
-        from massgen_mcp.hook.shell import simple_commands
-
-        commands = [" ".join([c.program, *c.args]) for c in simple_commands(command)]
-        paths.extend(p for c in simple_commands(command) for w in _words(c)
+        commands = [" ".join([c.program, *c.args]) for c in commands_of(command)]
+        paths.extend(p for c in commands_of(command) for w in _words(c)
                      if (p := _absolute(scope, w)))
     for kind, value in rules:
         if kind == "tool" and fnmatch.fnmatchcase(tool, value):
