@@ -198,6 +198,11 @@ class RecordingScope(Scope):
         moved.events = self.events
         return moved
 
+    def _replace(self, **changes: Any) -> RecordingScope:  # a copy records into the same list
+        moved = RecordingScope(*(changes.get(f, getattr(self, f)) for f in self._fields))
+        moved.events = self.events
+        return moved
+
     def _record(self, kind: str, word: str) -> None:
         path = _absolute(self, word.rstrip("/") or "/")
         if path is not None:
