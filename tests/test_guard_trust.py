@@ -245,3 +245,25 @@ async def test_a_reviewer_plan_with_a_hardline_action_goes_back_with_the_reason(
     text = str(feedback[0]["content"])
     assert "step 2: Bash" in text and "home directory" in text
     assert "no plan can approve it" in text
+
+
+async def test_the_operators_flags_reach_the_server(provider: ScriptedProvider, tmp_path: Path,
+                                                    workspace: Path) -> None:
+    """`massgen-mcp --checkpoint-approval unanimous` (stdio) and the override flag."""
+    from mcp_harness import stdio_params
+
+    team = three_reviewers(tmp_path, provider, (0, 0, 2))
+    env = {"MASSGEN_MCP_KEY_FILE": str(tmp_path / "keys" / "plan.key")}
+    async with Client(stdio_params(workspace, "--checkpoint-team", str(team),
+                                   "--checkpoint-approval", "unanimous", env=env),
+                      mode="legacy") as client:
+        r = await checkpoint(client, workspace)
+        assert r.structured_content["status"] == "no_agreement"
+        assert "needs 3 (unanimous)" in r.structured_content["error"]
+        refused = await checkpoint(client, workspace, team="checkpoint")
+        assert refused.is_error and "--allow-checkpoint-team-override" in text_of(refused)
+    async with Client(stdio_params(workspace, "--checkpoint-team", str(team),
+                                   "--allow-checkpoint-team-override", env=env),
+                      mode="legacy") as client:
+        r = await checkpoint(client, workspace, team=str(team))
+        assert "refused" not in text_of(r)

@@ -288,3 +288,17 @@ def test_sandbox_is_claude_codes_and_a_bad_sandbox_section_is_an_error(tmp_path:
         run_setup(tmp_path, ["claude"], hooks=False, instructions=None, command=["m"],
                   sandbox=True)
     assert json.loads((tmp_path / ".claude" / "settings.json").read_text()) == {"sandbox": True}
+
+
+def test_setup_sandbox_from_the_command_line(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from massgen_mcp.cli.main import main
+
+    args = ["setup", "--client", "claude", "--sandbox", "--allow-domain", "pypi.org",
+            "--command", "massgen-mcp", "--dir", str(tmp_path)]
+    assert main(args) == 0
+    assert "Bash sandbox" in capsys.readouterr().out
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert settings["sandbox"]["network"]["allowedDomains"] == ["pypi.org"]
+    assert "hooks" not in settings  # --sandbox alone adds no hook
+    assert main(args) == 0 and "nothing to change" in capsys.readouterr().out
