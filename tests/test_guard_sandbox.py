@@ -108,9 +108,10 @@ def test_the_os_sandbox_stops_a_write_the_hook_cannot_see(
     assert os.listdir(home / "outside") == []
 
 
-def test_sandboxed_bash_cannot_read_the_guards_key(provider: ScriptedProvider,
-                                                   tmp_path: Path) -> None:
-    """A script copies the signing key into the project: the sandbox denies the read."""
+def test_sandboxed_bash_cannot_read_the_key_nor_write_the_guards_state(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    """A script copies the signing key into the project and plants a checkpoint index in
+    the project's own `.massgen/checkpoints`: the sandbox denies both."""
     claude = require_node_bin("claude")
     bwrap = require_program("sandbox", "bwrap")
     require_program("sandbox", "socat")
@@ -118,14 +119,20 @@ def test_sandboxed_bash_cannot_read_the_guards_key(provider: ScriptedProvider,
     require("sandbox", works, f"bwrap cannot create namespaces here: {evidence}")
     home = tmp_path / "home"
     project = home / "project"
-    project.mkdir(parents=True)
+    (project / ".massgen" / "checkpoints").mkdir(parents=True)
     key = home / ".config" / "massgen-mcp" / "plan.key"
     key.parent.mkdir(parents=True)
     key.write_text("0123456789abcdef-the-signing-key")
     stolen = project / "stolen.txt"
+    planted = project / ".massgen" / "checkpoints" / "index.json"
     run_setup(project, ["claude"], hooks=True, instructions=None, command=[EXE], sandbox=True)
-    code = (f"import pathlib; pathlib.Path({str(stolen)!r}).write_text("
-            f"pathlib.Path({str(key)!r}).read_text())\n")
+    code = (
+        "import pathlib\n"
+        f"for name, act in (('key', lambda: pathlib.Path({str(stolen)!r}).write_text("
+        f"pathlib.Path({str(key)!r}).read_text())), ('state', lambda: pathlib.Path("
+        f"{str(planted)!r}).write_text('{{}}'))):\n"
+        "    try:\n        act(); print(name, 'DONE')\n"
+        "    except OSError as e:\n        print(name, 'DENIED', e)\n")
     provider.script("sbx", escaping_agent(project, code=code))
 
     proc = run_claude(claude, provider, project, home)
@@ -133,5 +140,5 @@ def test_sandboxed_bash_cannot_read_the_guards_key(provider: ScriptedProvider,
     assert (project / "w.py").exists(), (proc.stdout[-2000:], proc.stderr[-2000:])
     assert not stolen.exists() or "the-signing-key" not in stolen.read_text(), seen
     assert "the-signing-key" not in seen
-    assert any(s in seen for s in ("Permission denied", "Operation not permitted",
-                                   "No such file")), seen
+    assert "key DENIED" in seen and "state DENIED" in seen, seen
+    assert not planted.exists()
