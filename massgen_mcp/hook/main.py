@@ -3,6 +3,9 @@
 Reads Claude Code's PreToolUse JSON on stdin; answers with Claude Code's hook JSON on
 stdout (exit 0), or prints nothing for "no opinion":
 
+0. A call on the hard line (`hardline.py`: deleting home, root, a system tree or `.git`,
+   writing a device, touching the guard's key, state, settings or program, reading or
+   sending a secret, the operator's additions) is denied, whatever the plan says.
 1. With an active checkpoint plan for the workspace, a *gated* call (one matching a
    dangerous pattern, an MCP tool the plan approves, a Bash command of the same kind as
    an approved one, or a write to a file the plan approves writing) is allowed if it
@@ -23,7 +26,8 @@ Options (flags win over environment variables):
   --on-error deny|allow   MASSGEN_HOOK_ON_ERROR   default deny (fail closed)
 
 Fail closed by default: a guard that waves calls through whenever its input or state is
-unreadable would let `rm -rf ~` pass on the one day something is off. With `deny`, a
+unreadable would let `rm -rf ~` pass on the one day something is off. The decision is made
+in a forked child that gets DEADLINE_S (2 s): a hang of any kind is a failure too. With `deny`, a
 malformed input or internal error prints a deny decision with the cause (and the cause on
 stderr). With `allow`, the hook prints the cause on stderr and exits 1, which Claude Code
 shows as a non-blocking hook error: the call then goes through Claude Code's normal
