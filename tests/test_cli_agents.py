@@ -89,8 +89,8 @@ def _editing_coder(edits: dict[str, tuple[str, str]]) -> Any:
         done = [r for r in req.tool_results if r["name"] in ("Read", "Edit")]
         if len(done) >= len(plan):
             return answer("I changed VALUE to 2")
-        cwd = re.search(r"CWD: (\S+)", req.system)
-        assert cwd, "Claude Code's system prompt names its working directory"
+        cwd = re.search(r"(?:CWD|Primary working directory): (\S+)", req.text)
+        assert cwd, "Claude Code's context names its working directory"
         tool, name = plan[len(done)]
         path = f"{cwd.group(1)}/{name}"
         if tool == "Read":
@@ -400,4 +400,4 @@ async def test_a_prompt_too_long_for_the_command_line_goes_through_stdin(
     result = await engine.run(team, "Summarize", context=context)
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     first = provider.requests_for("cc")[0]
-    assert "line 5999: some project context" in first.last_user_text
+    assert "line 5999: some project context" in first.text

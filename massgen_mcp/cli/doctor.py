@@ -25,7 +25,7 @@ def doctor_main(args: argparse.Namespace) -> int:
     regs = find_registrations(project)
 
     async def check() -> tuple[Any, list[Any]]:
-        report = await backends_report(env, show_hint=True)
+        report = await backends_report(env, show_hint=True, ask_clis=True)
         results: list[Any] = [None] * len(regs)
 
         async def one(i: int) -> None:

@@ -82,8 +82,9 @@ class CodexBackend(CliBackend):
                 flags += ["--add-dir", str(d)]
             argv = [native_binary(exe), "exec", *flags, text]
         extra = {"CODEX_HOME": str(home)}
-        if self._spec.api_key is not None:
-            extra[KEY_VAR] = self._spec.api_key.get_secret_value()
+        key = self.api_key()
+        if key is not None and self._spec.base_url:
+            extra[KEY_VAR] = key
         return argv, self.child_env(**extra)
 
     def _write_config(self, home: Path, mcp: dict[str, Any]) -> None:
@@ -96,7 +97,7 @@ class CodexBackend(CliBackend):
                       'wire_api = "responses"',
                       f"request_max_retries = {o.max_retries}",
                       f"stream_max_retries = {o.max_retries}"]
-            if self._spec.api_key is not None:
+            if self.api_key() is not None:
                 lines.append(f'env_key = "{KEY_VAR}"')
         for name, server in mcp.items():
             lines += ["", f"[mcp_servers.{name}]"]
