@@ -220,17 +220,18 @@ def test_one_warning_per_file_names_keys_and_losses(
     assert [r.getMessage() for r in records] == [warning]
     assert warning.startswith("team.yaml: accepted but not honoured: ")
     for part in ("agents[0].backend.custom_tools: agents do not get MassGen's custom tools",
-                 "agents[0].backend.enable_mcp_command_line, agents[0].backend."
-                 "command_line_execution_mode: agents cannot run shell commands",
                  "orchestrator.snapshot_storage, orchestrator.agent_temporary_workspace: "
                  "agents share no workspace snapshots",
                  "voting_sensitivity 'checklist_gated' runs as 'strict'",
-                 "orchestrator.context_paths[0]: write permission is served read-only",
                  "timeout_settings: round timeouts are not applied",
                  "agents[0].backend.enable_web_search: agents will have no web search "
                  "(not available on type groq)"):
         assert part in warning, part
     assert "ui" not in warning.split(": ", 1)[1].split()  # display settings: no word
+    # The command line is honoured (sandboxed shell, tools/shell.py), and with it the
+    # winner's changes to writable context paths are written back.
+    assert "command_line" not in warning and "shell" not in warning
+    assert "context_paths[0]" not in warning
     assert "agents[1].backend.enable_web_search" not in warning  # honoured on openai
     assert team.orchestrator.orchestrator_timeout_seconds == 900
     assert team.agents[1].system_message == "Be concise."
