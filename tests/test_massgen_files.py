@@ -76,6 +76,32 @@ async def test_top_k_and_chat_template_kwargs_pass_through_vllm(
     assert raw["top_k"] == 20 and raw["chat_template_kwargs"] == {"enable_thinking": False}
 
 
+async def test_extra_body_is_sent_by_openai_compatible_backends(
+        tmp_path: Path, provider: ScriptedProvider) -> None:
+    team = _load(tmp_path, f"""
+        agents:
+          - id: sg
+            backend:
+              type: sglang
+              model: sg-local
+              base_url: {provider.openai_base_url}
+              extra_body: {{repetition_penalty: 1.1, separate_reasoning: true,
+                           model: not-this-one}}
+          - id: claude
+            backend: {{type: claude, model: claude-x, extra_body: {{a: 1}}}}
+        """, env={"ANTHROPIC_API_KEY": "k"})
+    # Sent on the OpenAI-compatible backend; still named as lost on Anthropic's.
+    (warning,) = team.warnings
+    assert "agents[1].backend.extra_body" in warning and "agents[0]" not in warning
+    provider.script("sg-local", Text("ok"))
+    backend = create_backend(team.agents[0])
+    await backend.turn([user("hi")], [])
+    await backend.aclose()
+    raw = provider.requests_for("sg-local")[0].raw
+    assert raw["repetition_penalty"] == 1.1 and raw["separate_reasoning"] is True
+    assert raw["model"] == "sg-local"  # the request's own fields are not replaced
+
+
 @pytest.mark.parametrize("level", sorted(VOTING_SENSITIVITY))
 def test_every_massgen_voting_sensitivity_loads(tmp_path: Path, level: str) -> None:
     team = _load(tmp_path, f"""

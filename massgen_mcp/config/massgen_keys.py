@@ -154,7 +154,10 @@ def unhonoured(data: Any) -> dict[str, list[str]]:
         out.setdefault(f"voting_sensitivity '{level}' runs as '{mapped}'", []).append(
             "orchestrator.voting_sensitivity")
     cli = _cli_backends(data)
-    for what in list(out):  # a coding-agent CLI backend honours its own keys
+    sent = _chat_backends(data)  # extra_body is sent by the OpenAI-compatible backend
+    for what in list(out):
+        out[what] = [p for p in out[what]
+                     if not (p.endswith(".extra_body") and p.rsplit(".", 1)[0] in sent)]  # a coding-agent CLI backend honours its own keys
         out[what] = [p for p in out[what] if (p.rsplit(".", 1)[0] not in cli
                      or p.rsplit(".", 1)[1] not in CLI_KEYS) and not (
                          p.rsplit(".", 1)[0].endswith(".backend")
@@ -167,6 +170,21 @@ def unhonoured(data: Any) -> dict[str, list[str]]:
         if isinstance(entry, dict) and entry.get("permission") == "write":
             out.setdefault("write permission is served read-only: agents can read but not "
                            "change these paths", []).append(f"orchestrator.context_paths[{i}]")
+    return out
+
+
+def _chat_backends(data: Any) -> set[str]:
+    """Paths of the backends that speak OpenAI Chat Completions (backends/openai_chat.py)."""
+    from massgen_mcp.config.providers import PROVIDERS
+
+    agents = data.get("agents") if isinstance(data.get("agents"), list) else []
+    out = set()
+    for i, a in enumerate(agents):
+        kind = a.get("backend", {}).get("type") if isinstance(a, dict) and isinstance(
+            a.get("backend"), dict) else None
+        p = PROVIDERS.get(str(kind).lower()) if kind else None
+        if p is not None and p.wire == "openai_chat":
+            out.add(f"agents[{i}].backend")
     return out
 
 
