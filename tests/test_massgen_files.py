@@ -20,6 +20,7 @@ from massgen_mcp.config.load import load_team_file
 from massgen_mcp.config.team import VOTING_SENSITIVITY
 from massgen_mcp.errors import ConfigError, MissingKeyError
 from massgen_mcp.messages import user
+from massgen_mcp.runs.engine import Engine
 
 KEYS = {"OPENAI_API_KEY": "k-openai", "ANTHROPIC_API_KEY": "k-anthropic",
         "GEMINI_API_KEY": "k-gemini", "GROQ_API_KEY": "k-groq", "NGC_API_KEY": "k-ngc",
@@ -302,3 +303,41 @@ def test_the_cli_prints_the_warning_once_on_stderr(provider: ScriptedProvider,
     assert done.stderr.count("accepted but not honoured") == 1
     assert "agents[0].backend.enable_image_generation: agents cannot generate images" \
         in done.stderr
+
+
+async def test_an_unset_variable_fails_only_the_agent_or_server_that_needs_it(
+        tmp_path: Path, provider: ScriptedProvider) -> None:
+    """As in MassGen: the agent whose key is unset is dropped (the run is `degraded` and says
+    why), the MCP server whose variable is unset is not started, the rest runs."""
+    team = _load(tmp_path, f"""
+        agents:
+          - id: a
+            backend:
+              type: chatcompletion
+              model: m1
+              base_url: {provider.openai_base_url}
+              api_key: k
+              mcp_servers:
+                - {{name: needs_token, command: sh, args: [-c, "exit 1"],
+                   env: {{TOKEN: "${{UNSET_SERVER_TOKEN}}"}}}}
+          - id: b
+            backend: {{type: chatcompletion, model: m2, base_url: {provider.openai_base_url},
+                      api_key: k}}
+          - id: c
+            backend: {{type: chatcompletion, model: m3, base_url: {provider.openai_base_url},
+                      api_key: "${{UNSET_AGENT_KEY}}"}}
+        """, env={})
+    assert [a.unavailable is None for a in team.agents] == [True, True, False]
+    assert team.agents[0].backend.servers() == []
+    assert any("mcp_servers[0]" in w and "UNSET_SERVER_TOKEN" in w and "not started" in w
+               for w in team.warnings), team.warnings
+    provider.script("m1", answer_then_vote("answer a", "agent1"))
+    provider.script("m2", answer_then_vote("answer b", "agent1"))
+    result = await Engine(tmp_path / ".massgen", Environment({})).run(team, "Q?")
+    assert result.status == "degraded", result.error
+    assert "UNSET_AGENT_KEY" in str(result.error) and "c" in str(result.error)
+    dropped = {a.agent_id: a.error for a in result.agents}
+    assert "agents[2].backend.api_key: environment variable UNSET_AGENT_KEY is not set" in str(
+        dropped["c"])
+    assert dropped["a"] is None and dropped["b"] is None
+    assert any("UNSET_SERVER_TOKEN" in n for n in result.notes)

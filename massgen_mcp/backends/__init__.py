@@ -56,6 +56,10 @@ _REGISTRY: dict[str, str] = {
 def create_backend(spec: AgentSpec, **context: Any) -> Backend:
     """Build the backend for one agent. `context` carries runtime objects some backends
     need (the sampling backend needs the MCP session of the calling client)."""
+    if spec.unavailable:  # e.g. an unset ${VAR} of this agent (config/load.py)
+        from massgen_mcp.errors import ConfigError
+
+        raise ConfigError(spec.unavailable)
     module_name, _, cls_name = _REGISTRY[spec.provider.wire].partition(":")
     cls = getattr(importlib.import_module(module_name), cls_name)
     return cls(spec, **context)

@@ -157,7 +157,8 @@ def unhonoured(data: Any) -> dict[str, list[str]]:
     sent = _chat_backends(data)  # extra_body is sent by the OpenAI-compatible backend
     for what in list(out):
         out[what] = [p for p in out[what]
-                     if not (p.endswith(".extra_body") and p.rsplit(".", 1)[0] in sent)]  # a coding-agent CLI backend honours its own keys
+                     if not (p.endswith(".extra_body") and p.rsplit(".", 1)[0] in sent)]
+        # a coding-agent CLI backend honours its own keys; any backend the shell keys
         out[what] = [p for p in out[what] if (p.rsplit(".", 1)[0] not in cli
                      or p.rsplit(".", 1)[1] not in CLI_KEYS) and not (
                          p.rsplit(".", 1)[0].endswith(".backend")
