@@ -106,12 +106,13 @@ async def _login(kind: str, path: str, env: Mapping[str, str],
                     f"`claude auth status`: {'logged in' if data['loggedIn'] else 'not logged in'}"
                     + (f" ({how})" if data["loggedIn"] else ""))
         if kind == "codex" and code >= 0:
-            said = out.strip().splitlines()[-1] if out.strip() else ""
+            # Its output names part of a stored key: only what kind of login is reported.
+            kind_of = " (API key)" if "API key" in out else " (ChatGPT)" if "ChatGPT" in out else ""
             if code == 0:
-                return True, f"`codex login status`: {said or 'logged in'}"
+                return True, f"`codex login status`: logged in{kind_of}"
             if key:  # `codex exec` reads CODEX_API_KEY (ours from OPENAI_API_KEY too)
-                return True, f"{key[0]} set (`codex login status`: {said or 'not logged in'})"
-            return False, f"`codex login status`: {said or 'not logged in'}"
+                return True, f"{key[0]} set (`codex login status`: not logged in)"
+            return False, "`codex login status`: not logged in"
     if key:
         return True, f"{key[0]} set"
     found = [f for f in files if (Path(home or "~").expanduser() / f).exists()]
@@ -167,3 +168,14 @@ def print_coding_agents(statuses: list[CliStatus], out: TextIO) -> None:
             "; login found" if s.login_found else "; no login found")
         hint = f"  → {s.fix}" if s.fix else ""
         print(f"  {mark}{s.type:<13} {detail}{login}{hint}", file=out)
+
+
+def no_key_hint(provider_keys_found: bool, statuses: list[CliStatus]) -> str | None:
+    """What `doctor` says when no provider key is set but logged-in coding CLIs are found."""
+    ready = [s.type for s in statuses if s.usable and s.login_found]
+    if provider_keys_found or not ready:
+        return None
+    return (f"No provider API key is set, but these coding CLIs are logged in: "
+            f"{', '.join(ready)}. Run a team on them with `--team clis` (it uses your CLI "
+            "subscriptions, not API keys; over MCP the server must be started with "
+            "--allow-cli-agents).")

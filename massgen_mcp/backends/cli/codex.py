@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from massgen_mcp.backends.cli._base import CliBackend, TurnState
+from massgen_mcp.errors import PermanentBackendError
 
 KEY_VAR = "MASSGEN_CODEX_API_KEY"
 _TOOL_ITEMS = frozenset({"mcp_tool_call", "command_execution", "file_change", "web_search"})
@@ -70,6 +71,11 @@ class CodexBackend(CliBackend):
             auth = Path(user_home).expanduser() / "auth.json"
             if auth.is_file() and not (home / "auth.json").exists():
                 shutil.copy2(auth, home / "auth.json")
+            if not (home / "auth.json").exists() and self.api_key() is None:
+                # Without a login Codex retries its provider until the turn's deadline.
+                raise PermanentBackendError(
+                    f"Codex is not logged in (no {auth}, no CODEX_API_KEY or OPENAI_API_KEY): "
+                    f"{self.login_hint}", provider=self.provider, model=self.model)
         flags = ["--json", "--skip-git-repo-check", "--disable", "plugins"]
         if self.model and self.model != "default":
             flags += ["-m", self.model]
