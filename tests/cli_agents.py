@@ -42,8 +42,9 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 def _short(name: str) -> str:
     """A workflow tool's own name, without the CLI's MCP prefix (Claude Code and Codex:
-    ``mcp__massgen__vote``; Gemini CLI: ``mcp_massgen_vote``)."""
-    return re.sub(r"^mcp_{1,2}massgen_{1,2}", "", name)
+    ``mcp__massgen__vote``; Gemini CLI: ``mcp_massgen_vote``; Copilot CLI:
+    ``massgen-vote``)."""
+    return re.sub(r"^(?:mcp_{1,2}massgen_{1,2}|massgen-)", "", name)
 
 
 # Claude Code (outside --bare) adds a user message describing its environment after the prompt.
@@ -136,3 +137,10 @@ def no_leftovers(marker: str, timeout: float = 5.0) -> list[str]:
     while (found := leftover_processes(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)  # polling the process table: there is no event to wait on
     return found
+
+
+def copilot_backend(provider: ScriptedProvider, model: str, **fields: Any) -> dict[str, Any]:
+    """GitHub Copilot CLI on the scripted provider's Anthropic wire ("BYOK", no GitHub login)."""
+    return {"type": "copilot", "model": model, "base_url": provider.anthropic_base_url,
+            "api_key": TEST_KEY, "command": cli_path("copilot"), "max_retries": 0,
+            "provider_type": "anthropic", "request_timeout_seconds": 120, **fields}

@@ -50,6 +50,7 @@ _REGISTRY: dict[str, str] = {
     "claude_code": "massgen_mcp.backends.cli.claude_code:ClaudeCodeBackend",
     "codex": "massgen_mcp.backends.cli.codex:CodexBackend",
     "gemini_cli": "massgen_mcp.backends.cli.gemini_cli:GeminiCliBackend",
+    "copilot": "massgen_mcp.backends.cli.copilot:CopilotBackend",
 }
 
 

@@ -58,10 +58,10 @@ _GENERIC = "ignored (not implemented by massgen-mcp)"
 # Keys we read (for `${cwd}`) without giving the team what MassGen does with them.
 PARTLY = frozenset({"cwd"})
 # The coding-agent CLI types and the keys their backends honour (backends/cli/_options.py).
-CLI_TYPES = frozenset({"claude_code", "codex", "gemini_cli"})
+CLI_TYPES = frozenset({"claude_code", "codex", "gemini_cli", "copilot"})
 CLI_KEYS = frozenset({
     "command", "cwd", "system_prompt", "append_system_prompt", "disallowed_tools",
-    "permission_mode", "max_turns", "sandbox_mode", "approval_policy", "env",
+    "permission_mode", "max_turns", "sandbox_mode", "approval_policy", "env", "provider_type",
     "max_thinking_tokens"})
 # MassGen's command-line tool keys, honoured on any backend (tools/shell.py; a CLI agent has
 # its own shell and ignores them).

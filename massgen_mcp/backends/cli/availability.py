@@ -32,6 +32,8 @@ CLIS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
               "run `codex login` (or set OPENAI_API_KEY)"),
     "gemini_cli": ("gemini", "@google/gemini-cli", (".gemini/oauth_creds.json",),
                    "run `gemini` once and sign in (or set GEMINI_API_KEY)"),
+    "copilot": ("copilot", "@github/copilot", (),
+                "run `copilot login` (or set COPILOT_GITHUB_TOKEN or GH_TOKEN)"),
 }
 _cache: dict[tuple[str, float], str] = {}
 
@@ -118,6 +120,8 @@ async def _login(kind: str, path: str, env: Mapping[str, str],
     found = [f for f in files if (Path(home or "~").expanduser() / f).exists()]
     if found:
         return True, f"login file ~/{found[0]}"
+    if not files:  # no status command and no file to look for (Copilot: system keychain)
+        return False, "cannot tell (no login status command; no token variable set)"
     return False, "no login file or key variable"
 
 
