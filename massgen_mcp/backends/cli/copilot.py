@@ -13,8 +13,9 @@ loopback scripted provider):
 - Login: the user's ``copilot login``, or ``COPILOT_GITHUB_TOKEN`` / ``GH_TOKEN`` /
   ``GITHUB_TOKEN`` (`keys.py`). With ``base_url`` (and ``api_key``) it runs on that endpoint
   instead ("BYOK": ``COPILOT_PROVIDER_BASE_URL``, ``COPILOT_PROVIDER_TYPE`` ``openai`` or
-  ``anthropic`` (backend.provider_type; by default anthropic when the URL says so), ``COPILOT_PROVIDER_API_KEY``, ``COPILOT_OFFLINE=true``: no GitHub login and
-  no other network access), with its own HOME and ``COPILOT_HOME`` under the run.
+  ``anthropic`` (backend.provider_type; by default anthropic when the URL says so),
+  ``COPILOT_PROVIDER_API_KEY``, ``COPILOT_OFFLINE=true``: no GitHub login and no other
+  network access), with its own HOME and ``COPILOT_HOME`` under the run.
 - It has no system-prompt flag: the coordination rules lead a new session's prompt.
 """
 
@@ -73,7 +74,8 @@ class CopilotBackend(CliBackend):
 
     def on_event(self, event: dict[str, Any], state: TurnState) -> None:
         kind = event.get("type")
-        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        raw = event.get("data")
+        data: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if kind == "assistant.message":
             content = data.get("content")
             if isinstance(content, str) and content:
