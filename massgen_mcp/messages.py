@@ -12,10 +12,17 @@ A conversation is a list of `Message`:
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+#: The workflow tools every coordination turn ends with (coordination/workflow.py defines
+#: them; a coding-agent CLI reaches them through its MCP server).
+NEW_ANSWER = "new_answer"
+VOTE = "vote"
+WORKFLOW_TOOLS = frozenset({NEW_ANSWER, VOTE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +49,11 @@ class ToolCall:
     arguments: dict[str, Any] = field(default_factory=dict)
     arguments_error: str | None = None
     repaired: str | None = None
+
+
+def new_call_id() -> str:
+    """A tool call id for providers (and repairs) that do not give one."""
+    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 @dataclass(frozen=True, slots=True)

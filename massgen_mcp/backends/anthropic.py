@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 from massgen_mcp.backends._common import (
     bad_reply_error,
     count,
-    new_call_id,
     ssl_context,
     stainless_errors,
     tool_call,
 )
 from massgen_mcp.backends.native_tools import anthropic_tools, read_anthropic
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, new_call_id
 
 if TYPE_CHECKING:
     from massgen_mcp.config.team import AgentSpec

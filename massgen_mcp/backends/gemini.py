@@ -24,14 +24,13 @@ from massgen_mcp.backends._common import (
     bad_reply_error,
     connection_error,
     count,
-    new_call_id,
     ssl_context,
     status_error,
     timeout_error,
     tool_call,
 )
 from massgen_mcp.backends.native_tools import gemini_tools, read_gemini
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, new_call_id
 
 if TYPE_CHECKING:
     from massgen_mcp.config.team import AgentSpec

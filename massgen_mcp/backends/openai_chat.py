@@ -19,12 +19,11 @@ from massgen_mcp.backends._common import (
     TOOL_ERROR_PREFIX,
     bad_reply_error,
     count,
-    new_call_id,
     ssl_context,
     stainless_errors,
     tool_call,
 )
-from massgen_mcp.messages import Message, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, ToolSpec, Turn, Usage, new_call_id
 
 if TYPE_CHECKING:
     import openai

@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.backends._common import (
     TOOL_ERROR_PREFIX,
-    new_call_id,
     parse_arguments,
 )
 from massgen_mcp.backends.native_tools import NativeUse, responses_tools
 from massgen_mcp.backends.openai_chat import openai_client, openai_errors
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, new_call_id
 
 if TYPE_CHECKING:
     from massgen_mcp.config.team import AgentSpec

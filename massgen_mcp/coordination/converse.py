@@ -22,13 +22,21 @@ from typing import Protocol
 
 import anyio
 
-from massgen_mcp.backends._common import new_call_id
 from massgen_mcp.backends.sampling import parse_text_call
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.workflow import NEW_ANSWER, WORKFLOW_TOOLS, Decision
 from massgen_mcp.errors import BackendError, TransientBackendError
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, tool_result, user
+from massgen_mcp.messages import (
+    Message,
+    ToolCall,
+    ToolSpec,
+    Turn,
+    Usage,
+    new_call_id,
+    tool_result,
+    user,
+)
 
 Check = Callable[[list[ToolCall]], "Decision | list[str]"]
 

@@ -17,7 +17,7 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from massgen_mcp.app import App
-from massgen_mcp.config.availability import BackendsReport, backends_report
+from massgen_mcp.backends.availability import BackendsReport, backends_report
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.outcome import is_error, result_text, settle_wording

@@ -28,9 +28,8 @@ from massgen_mcp.backends._common import redact
 from massgen_mcp.backends.cli._bridge import CallBridge, workflow_server_argv
 from massgen_mcp.backends.cli._options import CliOptions
 from massgen_mcp.backends.cli._process import CliProcess, base_env, find_command
-from massgen_mcp.coordination.workflow import WORKFLOW_TOOLS
 from massgen_mcp.errors import PermanentBackendError, TransientBackendError
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import WORKFLOW_TOOLS, Message, ToolCall, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
     from massgen_mcp.config.team import AgentSpec
