@@ -23,6 +23,7 @@ from massgen_mcp.errors import PermanentBackendError
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
+    from massgen_mcp.backends import BackendContext
     from massgen_mcp.config.team import AgentSpec
 
 
@@ -33,7 +34,6 @@ class FunctionCall:
     agent_id: str
     messages: list[Message]
     tools: list[ToolSpec]
-    require_tool: bool
 
     @property
     def prompt(self) -> str:
@@ -84,18 +84,17 @@ def unregister_function(name: str) -> None:
 class FunctionBackend:
     """Calls the registered function once per turn; its exceptions are the agent's errors."""
 
-    def __init__(self, spec: AgentSpec, **_context: Any) -> None:
+    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
         self.provider, self.model, self.agent_id = "function", spec.model, spec.id
 
-    async def turn(self, messages: list[Message], tools: list[ToolSpec], *,
-                   require_tool: bool = False) -> Turn:
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
         fn = _FUNCTIONS.get(self.model)
         if fn is None:
             raise PermanentBackendError(
                 f"no function named '{self.model}' is registered in this process "
                 "(call massgen_mcp.backends.function.register_function first)",
                 provider=self.provider, model=self.model)
-        reply = fn(FunctionCall(self.agent_id, list(messages), list(tools), require_tool))
+        reply = fn(FunctionCall(self.agent_id, list(messages), list(tools)))
         if inspect.isawaitable(reply):
             reply = await reply
         return reply
