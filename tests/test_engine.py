@@ -71,25 +71,29 @@ async def test_a_backend_evicted_while_a_run_uses_it_is_closed_when_the_run_ends
     await pool.aclose()
 
 
+class WatchedPool(BackendPool):
+    """The engine's pool, remembering the backends it handed out."""
+
+    seen: list[Backend]
+
+    async def acquire(self, team: Team, context: BackendContext,
+                      run_context: BackendContext) -> dict[str, Backend]:
+        backends = await super().acquire(team, context, run_context)
+        self.seen = [*getattr(self, "seen", []), *backends.values()]
+        return backends
+
+
 async def test_runs_close_the_backends_they_evict(provider: ScriptedProvider,
                                                   tmp_path: Path) -> None:
     """Through the engine: two runs on different models with a pool of one."""
     for model in ("pool-run-1", "pool-run-2"):
         provider.script(model, answer_then_vote("42"))
-    pool = BackendPool(size=1)
+    pool = WatchedPool(size=1)
     engine = Engine(tmp_path / ".massgen", Environment({}), pool=pool)
-    seen: list[Backend] = []
-    acquire = pool.acquire
-
-    async def watched(*args: Any) -> dict[str, Backend]:
-        backends = await acquire(*args)
-        seen.extend(backends.values())
-        return backends
-
-    pool.acquire = watched  # type: ignore[method-assign]
     first = await engine.run(_team(provider, "pool-run-1"), "What is six times seven?")
     second = await engine.run(_team(provider, "pool-run-2"), "What is six times seven?")
     assert (first.status, second.status) == ("completed", "completed")
+    seen = pool.seen
     assert len(seen) == 2 and _closed(seen[0]) and not _closed(seen[1])
     await pool.aclose()
 

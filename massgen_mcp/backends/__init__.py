@@ -73,6 +73,7 @@ _REGISTRY: dict[str, str] = {
     "gemini": "massgen_mcp.backends.gemini:GeminiBackend",
     "sampling": "massgen_mcp.backends.sampling:SamplingBackend",
     "function": "massgen_mcp.backends.function:FunctionBackend",
+    "test": "massgen_mcp.backends.testing:SchemaAgentBackend",
     "claude_code": "massgen_mcp.backends.cli.claude_code:ClaudeCodeBackend",
     "codex": "massgen_mcp.backends.cli.codex:CodexBackend",
     "gemini_cli": "massgen_mcp.backends.cli.gemini_cli:GeminiCliBackend",

@@ -50,7 +50,7 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
                       show_hint: bool = False) -> list[ProviderStatus]:
     out = []
     for p in PROVIDERS.values():
-        if p.name in ("chatcompletion", "sampling", "function") or p.wire in CLI_WIRES:
+        if p.name in ("chatcompletion", "sampling", "function", "test") or p.wire in CLI_WIRES:
             continue  # coding-agent CLIs are reported by cli_statuses()
         if p.local:
             models = local.get(p.name)
