@@ -12,7 +12,7 @@ A conversation is a list of `Message`:
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -56,7 +56,7 @@ class ToolCall:
 
 def new_call_id() -> str:
     """A tool call id for providers (and repairs) that do not give one."""
-    return f"call_{uuid.uuid4().hex[:24]}"
+    return f"call_{os.urandom(12).hex()}"  # not uuid: this module is imported at start
 
 
 @dataclass(frozen=True, slots=True)

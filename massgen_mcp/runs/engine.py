@@ -117,9 +117,21 @@ class Engine:
             live.listeners.append(listener)
         return PreparedRun(self, live, team, task, context, answer_format, backend_context)
 
-    async def execute(self, live: LiveRun, team: Team, task: str, **kwargs: Any) -> RunResult:
+    async def execute(
+        self,
+        live: LiveRun,
+        team: Team,
+        task: str,
+        *,
+        context: str | None = None,
+        answer_format: AnswerFormat | None = None,
+        backend_context: BackendContext | None = None,
+        after: Callable[[RunResult], Any] | None = None,
+    ) -> RunResult:
         """Run a prepared run to its end (see `Executor.execute`)."""
-        return await self.executor.execute(live, team, task, **kwargs)
+        return await self.executor.execute(
+            live, team, task, context=context, answer_format=answer_format,
+            backend_context=backend_context, after=after)
 
     async def run(
         self, team: Team, task: str, *, mode: str = "consensus",
