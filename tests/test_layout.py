@@ -200,6 +200,16 @@ def test_the_hook_imports_the_standard_library_and_paths_only() -> None:
         + "\n".join(foreign)
 
 
+def test_the_package_root_imports_nothing_at_start() -> None:
+    """Importing `massgen_mcp.paths` runs the package's `__init__.py` first: on every tool
+    call of the client, for the hook. Its API imports what it needs when called."""
+    tree = ast.parse(MODULES["massgen_mcp"].read_text(encoding="utf-8"))
+    at_start = [f"massgen_mcp/__init__.py:{node.lineno}" for node in tree.body
+                if isinstance(node, ast.Import | ast.ImportFrom)
+                and not (isinstance(node, ast.ImportFrom) and node.module == "__future__")]
+    assert at_start == [], "import inside the function that needs it:\n" + "\n".join(at_start)
+
+
 def test_the_contract_sees_lazy_and_type_only_imports() -> None:
     """The checks above read what they claim to read (a contract that parses nothing passes)."""
     lazy = ast.parse("def f():\n    from massgen_mcp.config.team import Team\n")
