@@ -6,7 +6,8 @@ functions and under `if TYPE_CHECKING:` included, and held to the layer order be
 - a module imports only from its own part or from parts on a lower layer;
 - nothing imports a private (`_name`) module or name of another part;
 - no import cycle between modules, lazy (function-level) imports included; an import under
-  `if TYPE_CHECKING:` never runs, so it cannot close a cycle, but it still may not go up;
+  `if TYPE_CHECKING:` never runs, so it cannot close a running cycle (the cycles it closes
+  are listed in TYPE_ONLY_CYCLES, to be broken), and it still may not go up;
 - the PreToolUse hook imports the standard library and `massgen_mcp.paths`, nothing else.
 
 A part is a top-level module or package of `massgen_mcp` (`config`, `runs`, ...); the package
@@ -186,6 +187,19 @@ def test_no_import_cycles_lazy_ones_included() -> None:
     detail = [str(i) for i in OWN if not i.type_only
               and any(i.source in c and i.target in c for c in cycles)]
     assert cycles == [], "break the cycle:\n" + "\n".join(detail)
+
+
+#: Cycles closed only by an `if TYPE_CHECKING:` import (they never run). To be broken with a
+#: Protocol on the importing side, then removed from here.
+TYPE_ONLY_CYCLES = [["massgen_mcp.hook.git_alias", "massgen_mcp.hook.shell"]]
+
+
+def test_no_type_only_cycles_but_the_known_ones() -> None:
+    edges: dict[str, set[str]] = {}
+    for i in OWN:
+        if i.target in MODULES:
+            edges.setdefault(i.source, set()).add(i.target)
+    assert _cycles(edges) == TYPE_ONLY_CYCLES
 
 
 def test_the_hook_imports_the_standard_library_and_paths_only() -> None:
