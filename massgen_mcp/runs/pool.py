@@ -62,28 +62,35 @@ class BackendPool:
         objects) goes to the coding-agent CLIs, which are built for this run."""
         out: dict[str, Backend] = {}
         closing: list[Backend] = []
-        for spec in team.agents:
-            try:
-                if spec.provider.wire in CLI_WIRES:
-                    out[spec.id] = create_backend(spec, run_context)
-                    continue
-                key = backend_key(spec)
-                if key is None:
-                    out[spec.id] = create_backend(spec, context)
-                    continue
-                backend = self._kept.get(key)
-                if backend is None:
-                    backend = create_backend(spec, context)
-                    self._kept[key] = backend
-                self._kept.move_to_end(key)
-                if not any(b is backend for b in out.values()):  # in use from now on
-                    self._users[id(backend)] = self._users.get(id(backend), 0) + 1
-                out[spec.id] = backend
-                closing += self._evict()
-            except MassgenError as e:
-                out[spec.id] = BrokenBackend(spec.provider.name, spec.model, str(e))
+        try:
+            for spec in team.agents:
+                try:
+                    out[spec.id] = self._backend(spec, context, run_context, out, closing)
+                except MassgenError as e:
+                    out[spec.id] = BrokenBackend(spec.provider.name, spec.model, str(e))
+        except Exception:  # a backend that cannot even fail cleanly: the run fails
+            await _close_all(closing)
+            await self.release(out)
+            raise
         await _close_all(closing)
         return out
+
+    def _backend(self, spec: AgentSpec, context: BackendContext, run_context: BackendContext,
+                 taken: dict[str, Backend], closing: list[Backend]) -> Backend:
+        if spec.provider.wire in CLI_WIRES:
+            return create_backend(spec, run_context)
+        key = backend_key(spec)
+        if key is None:
+            return create_backend(spec, context)
+        backend = self._kept.get(key)
+        if backend is None:
+            backend = create_backend(spec, context)
+            self._kept[key] = backend
+        self._kept.move_to_end(key)
+        if not any(b is backend for b in taken.values()):  # in use by this run from now on
+            self._users[id(backend)] = self._users.get(id(backend), 0) + 1
+        closing += self._evict()
+        return backend
 
     async def release(self, backends: dict[str, Backend]) -> None:
         """The run is over: close its own backends, and pooled ones evicted meanwhile."""
