@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("modes",),  # consensus, planning, checkpoint
     ("app",),  # the facade every caller uses
     ("massgen_mcp",),  # the Python API (the package root)
-    ("server",),  # the MCP server
+    ("server", "eval"),  # the MCP server; the evaluation of teams against their members
     ("cli",),  # the massgen-mcp command
 ]
 RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}
@@ -237,9 +237,9 @@ def test_the_contract_sees_lazy_and_type_only_imports() -> None:
 
 
 def test_app_is_the_only_door() -> None:
-    """The server, the CLI and the Python API call `App`: they never reach into its engine or
-    the modes' stores (they may name a store's result types)."""
-    callers = [m for m in MODULES if part_of(m) in ("server", "cli", "massgen_mcp")]
+    """The server, the CLI, the Python API and the evaluation call `App`: they never reach
+    into its engine or the modes' stores (they may name a store's result types)."""
+    callers = [m for m in MODULES if part_of(m) in ("server", "cli", "massgen_mcp", "eval")]
     reaches = [f"{m}:{node.lineno}: .engine" for m in callers
                for node in ast.walk(ast.parse(MODULES[m].read_text(encoding="utf-8")))
                if isinstance(node, ast.Attribute) and node.attr == "engine"]
