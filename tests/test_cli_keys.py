@@ -10,7 +10,7 @@ from agents import answer_then_vote, best_label
 from cli_agents import cli_agent, cli_env, cli_path, no_leftovers
 from scripted_provider import ScriptedProvider, ScriptRequest, Text
 
-from massgen_mcp.backends import create_backend
+from massgen_mcp.backends import BackendContext, create_backend
 from massgen_mcp.backends.cli._options import CliOptions
 from massgen_mcp.backends.cli.availability import cli_statuses
 from massgen_mcp.config.env import Environment
@@ -28,7 +28,7 @@ def _messages() -> list[Message]:
 
 async def _one_turn(backend_data: dict[str, Any], env: Environment, run_dir: Path) -> Any:
     team = team_from_data({"agents": [{"id": "a", "backend": backend_data}]}, "t.yaml", env)
-    backend = create_backend(team.agents[0], env=env, run_dir=run_dir, workspaces=None)
+    backend = create_backend(team.agents[0], BackendContext(env=env, run_dir=run_dir))
     try:
         return await backend.turn(_messages(), [new_answer_tool(TextAnswer())])
     finally:

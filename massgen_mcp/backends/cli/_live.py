@@ -28,7 +28,6 @@ import anyio
 
 from massgen_mcp.backends.cli._base import CliBackend, TurnState
 from massgen_mcp.backends.cli._process import CliProcess
-from massgen_mcp.coordination.workflow import vote_tool
 from massgen_mcp.errors import PermanentBackendError, TransientBackendError
 from massgen_mcp.messages import ToolSpec
 
@@ -36,21 +35,29 @@ NEW_SYSTEM = ("<instructions>These instructions replace your earlier system inst
               "from now on:")
 
 
+# `vote` as a long-lived CLI lists it, in every round (the orchestrator's own spec, from
+# coordination/workflow.py, carries the enum of this round's labels, and is absent in a round
+# with no answers yet); the orchestrator checks a vote's label whatever the CLI sends.
+VOTE_LISTING = {
+    "name": "vote",
+    "description": ("Vote for the best existing answer, by the label of its agent as the "
+                    "current answers show it (agent1, agent2, ...). Use it when an answer "
+                    "already solves the task well and you cannot substantially improve it. "
+                    "Ends your turn."),
+    "parameters": {"type": "object", "properties": {
+        "agent_id": {"type": "string", "description": "The agent whose answer is best, "
+                                                      "e.g. agent1."},
+        "reason": {"type": "string", "description": "Why this answer is the best."}},
+        "required": ["agent_id", "reason"]}}
+
+
 def stable_listing(offered: list[ToolSpec]) -> list[dict[str, Any]]:
     """The workflow tools as a long-lived CLI lists them: the same in every round."""
-    specs = {t.name: t for t in offered}
-    if "new_answer" in specs and "vote" not in specs:
-        specs["vote"] = vote_tool([])
-    out = []
-    for name in sorted(specs):
-        t = specs[name]
-        params = json.loads(json.dumps(t.parameters))
-        if name == "vote":
-            for prop in (params.get("properties") or {}).values():
-                if isinstance(prop, dict):
-                    prop.pop("enum", None)
-        out.append({"name": t.name, "description": t.description, "parameters": params})
-    return out
+    out = [{"name": t.name, "description": t.description, "parameters": t.parameters}
+           for t in offered if t.name != "vote"]
+    if out or any(t.name == "vote" for t in offered):
+        out.append(VOTE_LISTING)
+    return sorted(out, key=lambda t: str(t["name"]))
 
 
 class StreamingCliBackend(CliBackend):
