@@ -15,7 +15,7 @@ Even then such a file may not start processes (`mcp_servers`), read files
 unless the operator chose `--allow-team-path=full`.
 
 `${VAR}` expands only in fields that hold secrets or endpoints (a backend's `api_key`,
-`base_url`, `api_version`, and its `mcp_servers`), never in prompts such as
+`base_url`, `api_version`, its `mcp_servers` and a CLI agent's `env`), never in prompts such as
 `system_message`, which are sent to a model.
 """
 
@@ -38,7 +38,7 @@ _REDIRECTING = ("base_url", "api_base", "azure_endpoint", "endpoint", "api_key",
                 "default_headers", "extra_headers", "http_headers")
 _PROCESSES = ("mcp_servers", "custom_tools", "command", "cwd")
 # Backend fields where `${VAR}` is expanded (the whole value, for mcp_servers).
-_EXPANDED = ("api_key", "base_url", "api_version", "mcp_servers")
+_EXPANDED = ("api_key", "base_url", "api_version", "mcp_servers", "env")  # env: a CLI agent's
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def _inside(path: Path, dirs: tuple[Path, ...]) -> bool:
 
 def resolve_team_argument(arg: str, policy: TeamPolicy, cwd: Path) -> TeamSource:
     """Which team a tool call's `team` argument may load (ConfigError when not allowed)."""
-    from massgen_mcp.config.load import bundled_configs_dir, bundled_team_names
+    from massgen_mcp.paths import bundled_configs_dir, bundled_team_names
 
     check_path_text(arg)
     if arg in policy.operator_teams:
