@@ -11,13 +11,14 @@
                    copying or uploading one, sending the environment over the network
     operator       what the operator added in `<key dir>/hardline.txt`
 
-The plan validator rejects a plan that lists such an action (`plan_problems`), and the
+The plan validator rejects a plan that lists such an action (`schema.hardline_problems`,
+the same `call_findings` run on each approved call), and the
 hook denies such a call even when the active plan approves it (`call_findings`). Both
 judge the call with the hook's own shell analysis (`shell.py`, `patterns.py`): a
 `RecordingScope` passed to `check_call` records every path the rules resolve, and this
 module classifies those paths; it parses nothing itself.
 
-The operator's additions (`path`, `command`, `tool` rules) are in `hardline_operator.py`.
+The operator's additions (`path`, `command`, `tool` rules) are read by `hardline_operator.py`.
 """
 
 from __future__ import annotations
@@ -242,9 +243,7 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
         out.extend(_bash(command, scope, keys, protected))
     if tool.startswith("mcp__"):
         out.extend(_mcp(tool, tool_input, scope, keys))
-    from massgen_mcp.hook.hardline_operator import operator_findings
-
-    out.extend(operator_findings(tool, tool_input, scope, command))
+    out.extend(_operator(tool, tool_input, scope, command))
     return _dedup(out)
 
 
@@ -405,32 +404,36 @@ def _dedup(findings: list[Finding]) -> list[Finding]:
     return list({f.detail: f for f in reversed(findings)}.values())[::-1]
 
 
-# ------------------------------------------------------------------ plans
+def _operator(tool: str, tool_input: dict[str, Any], scope: Scope,
+              command: str | None) -> list[Finding]:
+    """The hardline findings of one call under the operator's additions."""
+    from massgen_mcp.hook.hardline_operator import operator_rules
 
-
-def plan_problems(approved: list[dict[str, Any]], workspace: str) -> list[str]:
-    """Each approved call, rollback or compensation of a plan that is on the hard line,
-    as a validation problem naming the step (placeholders are judged as a plain value)."""
-    from massgen_mcp.hook.matching import PLACEHOLDER
-    from massgen_mcp.hook.patterns import check_call
-
-    def fill(value: Any) -> Any:
-        if isinstance(value, str):
-            return PLACEHOLDER.sub("X", value)
-        if isinstance(value, dict):
-            return {k: fill(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [fill(v) for v in value]
-        return value
-
-    problems: list[str] = []
-    for entry in approved:
-        args = fill(entry.get("args") or {})
-        if not isinstance(args, dict):
-            continue
-        scope = RecordingScope.record(workspace, workspace)
-        findings = check_call(entry["tool"], args, scope)
-        hard = call_findings(entry["tool"], args, scope, findings)
-        role = "" if entry.get("role") == "action" else f" ({entry.get('role')})"
-        problems.extend(f"step {entry['step']}{role}: {entry['tool']} {f.detail}" for f in hard)
-    return problems
+    rules = operator_rules()
+    if not rules:
+        return []
+    out: list[Finding] = []
+    paths = [p for e in getattr(scope, "events", []) for p in [e[1]]]
+    for key in ("file_path", "notebook_path", "path"):
+        value = tool_input.get(key)
+        if isinstance(value, str) and (p := _absolute(scope, value)):
+            paths.append(p)
+    commands = []
+    if command:
+        commands = [" ".join([c.program, *c.args]) for c in commands_of(command)]
+        paths.extend(p for c in commands_of(command) for w in _words(c)
+                     if (p := _absolute(scope, w)))
+    for kind, value in rules:
+        if kind == "tool" and fnmatch.fnmatchcase(tool, value):
+            out.append(_finding("operator", f"calls {tool}, which the operator's hardline "
+                                            f"file forbids ({value})"))
+        elif kind == "command" and any(c == value or c.startswith(value + " ")
+                                       for c in commands):
+            out.append(_finding("operator", f"runs `{value}`, which the operator's hardline "
+                                            "file forbids"))
+        elif kind == "path":
+            root = os.path.expanduser(value.rstrip("/").removesuffix("/**")) or "/"
+            if any(names_inside(p, root) or fnmatch.fnmatchcase(p, value) for p in paths):
+                out.append(_finding("operator", f"touches {value}, which the operator's "
+                                                "hardline file forbids"))
+    return out

@@ -403,12 +403,40 @@ def validate_checkpoint_plan(
     plan: dict[str, Any] = {"steps": [_dump(step, tree) for step, tree in steps]}
     if workspace is not None:
         from massgen_mcp.hook.active import approved_calls
-        from massgen_mcp.hook.hardline import plan_problems
 
-        hard = plan_problems(approved_calls(plan["steps"]), workspace)
+        hard = hardline_problems(approved_calls(plan["steps"]), workspace)
         if hard:
             raise AnswerRejected([f"{p}; remove it from the plan (no plan can approve it)"
                                   for p in hard])
     if notes:
         plan["notes"] = notes
     return plan
+
+
+def hardline_problems(approved: list[dict[str, Any]], workspace: str) -> list[str]:
+    """Each approved call, rollback or compensation of a plan that is on the hard line,
+    as a validation problem naming the step (placeholders are judged as a plain value)."""
+    from massgen_mcp.hook.hardline import RecordingScope, call_findings
+    from massgen_mcp.hook.matching import PLACEHOLDER
+    from massgen_mcp.hook.patterns import check_call
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, str):
+            return PLACEHOLDER.sub("X", value)
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        return value
+
+    problems: list[str] = []
+    for entry in approved:
+        args = fill(entry.get("args") or {})
+        if not isinstance(args, dict):
+            continue
+        scope = RecordingScope.record(workspace, workspace)
+        findings = check_call(entry["tool"], args, scope)
+        hard = call_findings(entry["tool"], args, scope, findings)
+        role = "" if entry.get("role") == "action" else f" ({entry.get('role')})"
+        problems.extend(f"step {entry['step']}{role}: {entry['tool']} {f.detail}" for f in hard)
+    return problems
