@@ -62,6 +62,12 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         return hit("prod_infra", "cloud-mass-delete", "gsutil deletes objects in bulk")
     elif program in ("docker", "docker-compose", "podman"):
         return _docker(cmd, pos)
+    elif program == "setfacl" and (cmd.has_short_flag("R") or cmd.has_long("--recursive")):
+        specs = [a for a in pos if re.match(r"^(d:|default:)?(o|other|m|mask|u|user|g|group)"
+                                            r"(:[^:]*)?:[rwxX-]*w", a)]
+        if specs:
+            return hit("access_control", "chmod-world",
+                       f"setfacl -R {specs[0]} widens who can write the files")
     elif program in ("chmod", "chown") and (cmd.has_short_flag("R")
                                             or cmd.has_long("--recursive")):
         if program == "chmod" and pos and _WORLD_WRITABLE.match(pos[0]):

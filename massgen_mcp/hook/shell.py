@@ -16,8 +16,15 @@ from __future__ import annotations
 import os
 import re
 
+from massgen_mcp.hook import channels
+from massgen_mcp.hook.expand import expand_words, glob_program, param_expand, tilde_user
 from massgen_mcp.hook.lexer import UNKNOWN, Op, Redir, Word, lex
+from massgen_mcp.hook.options import resolve_long
 from massgen_mcp.hook.policy import Finding
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
@@ -55,6 +62,7 @@ SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "
 _RESERVED = frozenset({"if", "then", "elif", "else", "fi", "do", "done", "while", "until",
                        "esac", "{", "}", "!", "time", "coproc", "in"})
 _WHICH = frozenset({"which", "command", "type", "whereis", "readlink", "realpath"})
+_DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _MAX_DEPTH = 6
 
 
@@ -66,8 +74,9 @@ class SimpleCommand:
     alone); `computed` says its program name is decided at run time.
     """
 
-    __slots__ = ("args", "computed", "from_xargs", "pipe_stage", "program", "raw_program",
-                 "redir_words", "redirects", "stdin_code", "words")
+    __slots__ = ("args", "computed", "env", "from_xargs", "pipe_stage", "program",
+                 "raw_program", "redir_words", "redirects", "script_code", "stdin_code",
+                 "words")
 
     def __init__(self, program: str, args: list[str] | None = None,
                  redirects: list[tuple[str, str]] | None = None, raw_program: str = "") -> None:
@@ -79,6 +88,8 @@ class SimpleCommand:
         self.from_xargs = False
         self.pipe_stage = 0
         self.stdin_code: str | None = None
+        self.script_code: str | None = None  # a script file this line wrote, that it runs
+        self.env: dict[str, str] = {}
         self.words: list[Word] = []
         self.redir_words: list[Redir] = []
 
@@ -110,12 +121,15 @@ class SimpleCommand:
 class Analysis:
     """Every simple command of a line, its pipelines, and what could not be analysed."""
 
-    __slots__ = ("commands", "findings", "pipelines")
+    __slots__ = ("aliases", "cdpath", "commands", "findings", "pipelines", "written")
 
     def __init__(self) -> None:
         self.commands: list[SimpleCommand] = []
         self.pipelines: list[list[SimpleCommand]] = []
         self.findings: list[Finding] = []
+        self.cdpath = False  # CDPATH is set: a relative `cd` may land anywhere
+        self.written: dict[str, str | None] = {}  # files the line writes -> text (if shown)
+        self.aliases: dict[str, str] = {}
 
     def gate(self, detail: str, rule: str = "unanalysable", group: str = "supply_chain") -> None:
         self.findings.append(Finding(group, rule, detail))
@@ -145,6 +159,7 @@ def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None
     redirs: list[Redir] = []
     pipeline: list[SimpleCommand] = []
     skip = ""  # "for" header / "case" word / case "pattern" being skipped
+    keyword = ""  # `time` (its -p follows) or `coproc` (a NAME may follow) just seen
 
     def finish(end_pipeline: bool) -> None:
         nonlocal words, redirs, pipeline
@@ -158,8 +173,9 @@ def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None
             out.pipelines.append(pipeline)
             pipeline = []
 
-    for tok in tokens:
+    for idx, tok in enumerate(tokens):
         if isinstance(tok, Op):
+            keyword = ""
             if skip in ("for", "for-name"):
                 skip = ""
             if skip == "pattern" and tok.value == ")":
@@ -185,7 +201,20 @@ def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None
             if skip == "case" and value == "in":
                 skip = "pattern"
             continue
+        if not words and not tok.quoted and keyword:
+            nxt = tokens[idx + 1] if idx + 1 < len(tokens) else None
+            if keyword == "time" and value in ("-p", "--"):
+                continue
+            if keyword == "coproc" and (
+                    (isinstance(nxt, Word) and nxt.value == "{" and not nxt.quoted)
+                    or (isinstance(nxt, Op) and nxt.value == "(")):
+                keyword = ""
+                continue  # `coproc NAME { ...; }`: NAME names the coprocess
+        keyword = ""
         if not words and not tok.quoted:
+            if value in ("time", "coproc"):
+                keyword = value
+                continue
             if value in ("for", "select"):
                 skip = "for-name"
                 continue
@@ -199,53 +228,96 @@ def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None
 
 
 def _subst_vars(word: Word, variables: dict[str, str]) -> str:
+    """Parameters the line itself set, expanded (`${x%/*}` too); others stay as written."""
     if "$" not in word.value:
         return word.value
-
-    def sub(m: re.Match[str]) -> str:
-        return variables.get(m.group(1), m.group(0))
-
-    return _VAR_REF.sub(sub, word.value)
+    return param_expand(word.value, variables.get)
 
 
 def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
              variables: dict[str, str]) -> SimpleCommand | None:
+    words = expand_words(words, os.environ.get("HOME", "~"))
+
+    def run(script: str) -> None:
+        _script(script, out, depth + 1, variables)
+
     for word in words:
+        if "${!" in word.value:
+            out.gate("expands a variable whose name is computed at run time (`${!...}`)",
+                     rule="indirect-expansion")
         for _kind, body in word.subs:
             _script(body, out, depth + 1, variables)
     for redir in redirs:
         for _kind, body in redir.target.subs if redir.target else ():
             _script(body, out, depth + 1, variables)
     i = 0
+    env: dict[str, str] = {}
     while i < len(words) and (m := _ASSIGNMENT.match(words[i].value)):
-        value = words[i].value[m.end():]
-        variables[m.group(1)] = UNKNOWN if words[i].dynamic else value
-        if m.group(1) == "IFS":
-            out.gate("sets IFS, so words split where the hook cannot follow", rule="ifs")
+        _assign(m.group(1), words[i], m.end(), env, variables, out, run)
         i += 1
     values = [_subst_vars(w, variables) for w in words[i:]]
     kept = words[i:]
-    redirects = [(r.op, r.target.value if r.target else "") for r in redirs]
+    redirects = [(r.op, tilde_user(_subst_vars(r.target, variables)) if r.target else "")
+                 for r in redirs]
     if not values:
         return _record(out, SimpleCommand("", [], redirects)) if redirects else None
+    n = len(values)
     values, kept, from_xargs = _strip_wrappers(values, kept, out, depth, variables)
+    for k, word in enumerate(words[i:i + n - len(values)]):  # `env NAME=value cmd`
+        if (m := _ASSIGNMENT.match(word.value)) and k:
+            _assign(m.group(1), word, m.end(), env, variables, out, run)
     if not values:  # `exec 3>~/.bashrc`: the redirections still happen
         return _record(out, SimpleCommand("", [], redirects)) if redirects else None
+    if values[0] in out.aliases and kept and not kept[0].quoted:
+        run(" ".join([out.aliases[values[0]], *(_quote(v) for v in values[1:])]))
+        return None
+    if (matches := glob_program(values[0])) is not None and kept and not kept[0].quoted:
+        if not matches:
+            out.gate(f"runs a program named by the pattern `{values[0]}`", rule="computed-program")
+        values = [*matches, *values[1:]] if matches else values
     program, computed = _program(values[0], kept[0] if kept else None, out)
     if " " in program.strip() and not computed:  # `x="rm -rf"; $x /`
         values = program.split() + values[1:]
         program = values[0]
-    cmd = SimpleCommand(program.rsplit("/", 1)[-1], values[1:], redirects, raw_program=program)
-    cmd.words, cmd.computed, cmd.from_xargs = kept, computed, from_xargs
+    base = program.rsplit("/", 1)[-1]
+    if base == "git" and ("GIT_CONFIG_COUNT" in variables or any(
+            v.startswith("--config-env=") for v in values)):
+        values = channels.git_env_config(values, {**variables, **env}, out)
+    cmd = SimpleCommand(base, resolve_long(base, values[1:]), redirects, raw_program=program)
+    cmd.words, cmd.computed, cmd.from_xargs, cmd.env = kept, computed, from_xargs, env
     cmd.redir_words = [r for r in redirs if r.target is not None]
     for redir in redirs:
         if redir.op in ("<<", "<<-") and redir.body is not None:
             cmd.stdin_code = redir.body
         elif redir.op == "<<<" and redir.target is not None:
             cmd.stdin_code = redir.target.value
+    if base in _DECLARE:
+        for word in kept[1:]:
+            if m := _ASSIGNMENT.match(word.value):
+                _assign(m.group(1), word, m.end(), env, variables, out, run)
+    if base == "alias":
+        for arg in cmd.args:
+            name, eq, value = arg.partition("=")
+            if eq:
+                out.aliases[name] = value
     _record(out, cmd)
     _inner(cmd, out, depth, variables)
+    channels.script_runs(cmd, out, SHELLS, run)
+    channels.record_writes(cmd, out)
     return cmd
+
+
+def _assign(name: str, word: Word, start: int, env: dict[str, str],
+            variables: dict[str, str], out: Analysis, run: Callable[[str], None]) -> None:
+    """One `NAME=value` (prefix, `env`, `export`): remembered, and judged if it runs code."""
+    value = _subst_vars(word, variables)[start:] if "$" in word.value else word.value[start:]
+    if value.startswith("~/") or value == "~":
+        value = os.environ.get("HOME", "~") + value[1:]
+    known = UNKNOWN if word.dynamic and ("$" in value or UNKNOWN in value) else value
+    variables[name] = env[name] = known
+    if name == "IFS":
+        out.gate("sets IFS, so words split where the hook cannot follow", rule="ifs")
+    channels.env_assigned(name, known, out, run)
 
 
 def _record(out: Analysis, cmd: SimpleCommand) -> SimpleCommand:
@@ -279,7 +351,7 @@ def _program(value: str, word: Word | None, out: Analysis) -> tuple[str, bool]:
 
 def _strip_wrappers(values: list[str], words: list[Word], out: Analysis, depth: int,
                     variables: dict[str, str]) -> tuple[list[str], list[Word], bool]:
-    i, from_xargs = 0, False
+    i, start, from_xargs = 0, 0, False
     while i < len(values):
         value = values[i]
         if _ASSIGNMENT.match(value) and i:
@@ -299,6 +371,9 @@ def _strip_wrappers(values: list[str], words: list[Word], out: Analysis, depth: 
                 return [], [], from_xargs
             i += 2 if values[i] in takes_value else 1
         i += _TAKES_OPERAND.get(name, 0)
+        if i >= len(values):  # `env` alone prints the environment: it is the command
+            return values[start:], words[start:], from_xargs
+        start = i
     return values[i:], words[i:], from_xargs
 
 
@@ -311,7 +386,8 @@ def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, s
         script = shell_script(cmd)
         if script is not None:
             _script(script, out, depth + 1, variables)
-        elif cmd.stdin_code is not None and not cmd.positionals():
+        elif cmd.stdin_code is not None and cmd.positionals()[:1] in (
+                [], ["/dev/stdin"], ["/dev/fd/0"], ["/proc/self/fd/0"], ["-"]):
             _script(cmd.stdin_code, out, depth + 1, variables)
         sources = [*cmd.words[1:], *(r.target for r in cmd.redir_words if r.target)]
         if any(w.subs and w.subs[0][0] == "in" for w in sources):
