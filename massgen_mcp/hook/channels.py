@@ -174,6 +174,7 @@ def script_runs(cmd: SimpleCommand, out: Analysis, shells: frozenset[str],
                  "see", rule="run-written-script")
         return
     cmd.script_code = text
-    if program in shells or program in ("source", ".") or "/" in cmd.raw_program:
-        if not text.startswith("#!") or re.match(r"#!\s*\S*(sh|bash|zsh|dash)\b", text):
-            run(text)
+    is_shell = program in shells or program in ("source", ".") or "/" in cmd.raw_program
+    if is_shell and (not text.startswith("#!") or re.match(r"#!\s*\S*(sh|bash|zsh|dash)\b",
+                                                           text)):
+        run(text)

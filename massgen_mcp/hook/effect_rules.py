@@ -22,7 +22,7 @@ import re
 
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope
-from massgen_mcp.hook.shell import SimpleCommand
+from massgen_mcp.hook.shell import SimpleCommand, wordset
 
 _DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset"})
 _DEVICE_TOOLS = re.compile(r"^(wipefs|mkfs(\..*)?|mke2fs|mkswap|blkdiscard|sgdisk|fdisk|sfdisk"
@@ -31,9 +31,9 @@ _BLOCK = re.compile(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|md|dm-|loop|disk|mapper/|s
 _PUBLISHERS = {"twine": "upload", "cargo": "publish", "gem": "push", "poetry": "publish",
                "uv": "publish", "flit": "publish", "hatch": "publish", "nuget": "push"}
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
-_FIND_FILTERS = frozenset(
+_FIND_FILTERS = wordset(
     "-name -iname -path -ipath -regex -iregex -type -newer -mtime -mmin -atime -amin -size "
-    "-empty -user -group -perm -wholename -iwholename -links -samefile -inum".split())
+    "-empty -user -group -perm -wholename -iwholename -links -samefile -inum")
 
 
 def env_dump(cmd: SimpleCommand) -> Finding | None:

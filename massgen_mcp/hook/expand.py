@@ -47,7 +47,9 @@ def _matching_brace(text: str, start: int) -> int:
 
 
 def _split_top(body: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for c in body:
         if c == "," and depth == 0:
             parts.append("".join(cur))
@@ -120,8 +122,8 @@ def tilde_user(text: str) -> str:
     return home + text[m.end():]
 
 
-_PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?]|%%|%|##|#)((?:[^{}]|\{[^{}]*\})*))?\}"
-                    r"|\$([A-Za-z_][A-Za-z0-9_]*)")
+_PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?]|%%|%|##|#)"
+                    r"((?:[^{}]|\{[^{}]*\})*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _strip(value: str, op: str, pattern: str) -> str:
@@ -220,10 +222,7 @@ def expand_words(words: list[Word], home: str) -> list[Word]:
     out: list[Word] = []
     for word in words:
         word = _substitute(word, home)
-        if word.quoted or "{" not in word.value:
-            values = [word.value]
-        else:
-            values = braces(word.value)
+        values = [word.value] if word.quoted or "{" not in word.value else braces(word.value)
         for value in values:
             if not word.quoted:
                 value = tilde_user(value)

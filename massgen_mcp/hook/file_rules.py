@@ -127,6 +127,8 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
         where = _option_value(cmd, ("-C", "--directory"))
         if where is not None:
             out.append(scope.write_finding(where, verb="tar extracts into"))
+    elif program in ("tar", "bsdtar", "zip", "7z") and (archive := _archive(cmd)) is not None:
+        out.append(scope.write_finding(archive, verb=f"{program} writes"))
     elif program == "unzip" and (where := _option_value(cmd, ("-d",))) is not None:
         out.append(scope.write_finding(where, verb="unzip extracts into"))
     elif not out:
@@ -150,6 +152,31 @@ def _option_value(cmd: SimpleCommand, names: tuple[str, ...]) -> str | None:
                 return arg[2:]
         if cmd.program == "tar" and re.fullmatch(r"-[A-Za-z]*C", arg) and i + 1 < len(args):
             return args[i + 1]  # `-xzC dir`: C ends the cluster, its value follows
+    return None
+
+
+def _archive(cmd: SimpleCommand) -> str | None:
+    """The archive a creating `tar -cf X` / `zip X ...` writes (not `-` for stdout)."""
+    if cmd.program == "zip":
+        pos = operands(cmd)
+        return pos[0] if pos else None
+    if cmd.program == "7z":
+        pos = operands(cmd)
+        return pos[1] if len(pos) > 1 and pos[0] in ("a", "u") else None
+    first = cmd.args[0] if cmd.args else ""
+    creating = (not first.startswith("-") and "c" in first) or any(
+        a == "--create" or (re.fullmatch(r"-[A-Za-z]+", a) and "c" in a) for a in cmd.args)
+    if not creating:
+        return None
+    for i, arg in enumerate(cmd.args):
+        if arg.startswith("--file="):
+            value = arg[7:]
+        elif (arg == "--file" or (re.fullmatch(r"-?[A-Za-z]*f", arg) and (
+                i == 0 or arg.startswith("-")))) and i + 1 < len(cmd.args):
+            value = cmd.args[i + 1]
+        else:
+            continue
+        return None if value == "-" else value
     return None
 
 
