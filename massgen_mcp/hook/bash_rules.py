@@ -128,8 +128,14 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
     def nested(line: str, inner: Scope) -> list[Finding]:
         return check_bash(line, inner, _depth + 1) if _depth < 3 else []
 
+    stack: list[Scope] = []  # pushd / popd
     for cmd in commands:
-        if cmd.program in ("cd", "pushd", "popd"):
+        if cmd.program == "popd":
+            scope = stack.pop() if stack else scope.with_cwd(UNKNOWN_CWD)
+            continue
+        if cmd.program in ("cd", "pushd"):
+            if cmd.program == "pushd":
+                stack.append(scope)
             scope = _cd(cmd, scope, analysis.cdpath)
             continue
         if cmd.program == "ln":
@@ -145,7 +151,7 @@ def _cd(cmd: SimpleCommand, scope: Scope, cdpath: bool) -> Scope:
     pos = cmd.positionals()
     target = pos[0] if pos else "~"
     relative = not target.startswith(("/", "~", "./", "../")) and target not in (".", "..")
-    if cmd.program == "popd" or target == "-" or (relative and (
+    if target == "-" or (relative and (
             cdpath or os.environ.get("CDPATH"))):
         return scope.with_cwd(UNKNOWN_CWD)
     path = scope.resolve(target)
@@ -285,7 +291,8 @@ def _network(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     for i, arg in enumerate(cmd.args):
         if (i and cmd.args[i - 1] in _USES_CREDENTIAL) or arg.split("=", 1)[0] in _USES_CREDENTIAL:
             continue  # `ssh -i key`, `curl --cert c.pem`: the key is used here, not sent
-        candidate = arg.rsplit("@", 1)[-1].rsplit("=", 1)[-1] if "@" in arg else arg
+        candidate = arg.rsplit("@", 1)[-1].rsplit("=", 1)[-1] if "@" in arg else (
+            arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg)
         kind = secret_kind(candidate) or (scope.secret(candidate) if candidate.startswith(
             ("/", ".", "~")) else None)
         if kind and not candidate.startswith(("http://", "https://")):

@@ -25,6 +25,12 @@ import re
 
 from massgen_mcp.hook.lexer import UNKNOWN
 
+
+def interpreter(program: str) -> bool:
+    """Python, node, perl, ruby, php...: their script file is code the line may have written."""
+    return bool(re.match(r"^(python|pypy)[0-9.]*$|^(node|nodejs|perl|ruby|php|bun|deno|lua)$",
+                         program))
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -147,6 +153,8 @@ def script_runs(cmd: SimpleCommand, out: Analysis, shells: frozenset[str],
     script: str | None = None
     if "/" in cmd.raw_program:
         script = cmd.raw_program
+    elif interpreter(program) and not cmd.stdin_code:
+        script = next((a for a in cmd.args if not a.startswith("-")), None)
     elif program in shells or program in ("source", "."):
         script = _script_arg(cmd)
         if script in _STDIN_PATHS or (script is None and program in shells and not any(

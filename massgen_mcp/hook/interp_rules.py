@@ -69,6 +69,8 @@ def inline_code(cmd: SimpleCommand) -> str | None:
     family = interpreter(cmd.program)
     if family is None:
         return None
+    if cmd.script_code is not None:
+        return cmd.script_code  # a script file the same line wrote, then runs
     if family in ("awk", "gawk", "mawk"):
         pos = [a for a in cmd.args if not a.startswith("-")]
         return pos[0] if pos else None
