@@ -17,7 +17,7 @@ only.
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
 import re
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 _MAX_WORDS = 256
+_MAX_LISTING = 4096
 _SEQ = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
 _GLOB = re.compile(r"[*?\[]")
 _TILDE_USER = re.compile(r"^~([A-Za-z_][\w.-]*|-)(?=/|$)")
@@ -70,7 +71,7 @@ def _sequence(body: str) -> list[str] | None:
     if a.lstrip("-").isdigit() and b.lstrip("-").isdigit():
         lo, hi = int(a), int(b)
         rng = range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step)
-        return [str(n) for n in list(rng)[:_MAX_WORDS]]
+        return [str(n) for n in rng[:_MAX_WORDS]]
     if a.isalpha() and b.isalpha():
         lo, hi = ord(a), ord(b)
         rng = range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step)
@@ -230,11 +231,32 @@ def expand_words(words: list[Word], home: str) -> list[Word]:
     return out
 
 
+def _glob_last(pattern: str) -> list[str] | None:
+    """Matches of a glob whose wildcards are all in its last part: one directory listing,
+    bounded (a pattern like `/*/*/*/*` could walk the whole disk). None: not bounded."""
+    head, _, last = pattern.rpartition("/")
+    if _GLOB.search(head):
+        return None
+    directory = head or ("/" if pattern.startswith("/") else ".")
+    try:
+        with os.scandir(directory) as it:
+            names = [e.name for _, e in zip(range(_MAX_LISTING), it, strict=False)]
+    except OSError:
+        return []
+    hidden = last.startswith(".")
+    found = [n for n in names if fnmatch.fnmatchcase(n, last) and (hidden or n[:1] != ".")]
+    return [f"{head}/{n}" if head or pattern.startswith("/") else n for n in sorted(found)][
+        :_MAX_WORDS]
+
+
 def glob_program(value: str) -> list[str] | None:
-    """A program name written as a glob (`/bin/r?`): what it matches, or None if no glob."""
+    """A program name written as a glob (`/bin/r?`): what it matches, or None if no glob.
+
+    A pattern the hook will not walk (wildcards before the last part) matches nothing it
+    can name, so the program stays unknown and is gated."""
     if not _GLOB.search(value) or UNKNOWN in value:
         return None
-    return sorted(glob.glob(value))[:_MAX_WORDS]
+    return _glob_last(value) or []
 
 
 def glob_matches(pattern: str, cwd: str, home: str) -> list[str]:
@@ -244,7 +266,4 @@ def glob_matches(pattern: str, cwd: str, home: str) -> list[str]:
     if pattern == "~" or pattern.startswith("~/"):
         pattern = home + pattern[1:]
     base = pattern if os.path.isabs(pattern) else os.path.join(cwd, pattern)
-    try:
-        return sorted(glob.glob(base))[:_MAX_WORDS]
-    except (OSError, ValueError):
-        return []
+    return _glob_last(base) or []
