@@ -21,6 +21,7 @@ import os
 import re
 
 from massgen_mcp.hook import effect_rules
+from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
 from massgen_mcp.hook.file_rules import file_findings, secret_sources
 from massgen_mcp.hook.git_rules import git_findings
@@ -298,11 +299,8 @@ def _network(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         if kind and not candidate.startswith(("http://", "https://")):
             out.append(Finding("exfiltration", "secret-upload",
                                f"sends {candidate}, {kind}, over the network with {cmd.program}"))
-    for i, arg in enumerate(cmd.args):  # `curl -o ~/.bashrc URL`: a download is a write
-        if arg in ("-o", "--output", "-O", "--output-document") and i + 1 < len(cmd.args) and (
-                cmd.program in ("curl", "wget") and not (cmd.program == "curl" and arg == "-O")):
-            out.extend(f for f in [scope.write_finding(cmd.args[i + 1],
-                                                       verb=f"{cmd.program} writes")] if f)
+    for target in download_targets(cmd):  # `curl -o ~/.bashrc URL`: a download is a write
+        out.extend(f for f in [scope.write_finding(target, verb=f"{cmd.program} writes")] if f)
     pos = cmd.positionals()
     if cmd.program in ("scp", "rsync") and len(pos) >= 2 and _REMOTE_PATH.match(pos[-1]):
         out.append(Finding("prod_infra", "remote-copy",

@@ -99,6 +99,22 @@ def git_env_config(values: list[str], env: dict[str, str], out: Analysis) -> lis
     return [values[0], *extra, *rewritten]
 
 
+def download_targets(cmd: SimpleCommand) -> list[str]:
+    """Files `curl -o F` / `curl -sSLo F` / `--output=F` / `wget -O F` write."""
+    if cmd.program not in ("curl", "wget"):
+        return []
+    short = "o" if cmd.program == "curl" else "O"
+    out: list[str] = []
+    for i, arg in enumerate(cmd.args):
+        if arg.startswith(("--output=", "--output-document=")):
+            out.append(arg.split("=", 1)[1])
+        elif (arg in ("--output", "--output-document") or (
+                re.fullmatch(r"-[A-Za-z]*", arg) and arg.endswith(short))) and i + 1 < len(
+                cmd.args):
+            out.append(cmd.args[i + 1])
+    return out
+
+
 def _content(cmd: SimpleCommand) -> str | None:
     """What a command writes to its output, when the line shows it (else None)."""
     if cmd.program == "echo":
@@ -115,9 +131,7 @@ def record_writes(cmd: SimpleCommand, out: Analysis) -> None:
     targets = [t for op, t in cmd.redirects if ">" in op and not op.endswith("&")]
     if cmd.program == "tee":
         targets += [a for a in cmd.args if not a.startswith("-")]
-    for flag in ("-o", "--output", "-O", "--output-document"):
-        if cmd.program in ("curl", "wget") and flag in cmd.args[:-1]:
-            targets.append(cmd.args[cmd.args.index(flag) + 1])
+    targets += download_targets(cmd)
     if cmd.program in ("cp", "mv", "install", "ln") and len(cmd.positionals()) >= 2:
         targets.append(cmd.positionals()[-1])
     text = _content(cmd) if cmd.program in ("echo", "printf", "cat", "tee") else None
