@@ -7,9 +7,10 @@ installed) and `python -m massgen_mcp.hook.main pre-tool-use`, each `--calls` ti
 in a temporary workspace with an active checkpoint plan, cycling through a benign Bash
 call, a dangerous one, a loop with substitutions, inline code and a pipe into a shell, an
 approved MCP call, a line that exercises the expansion step (braces, option prefixes, a
-script written then run, globs), Claude Code's heredoc commit message, and a Write. Prints median / p90 / min per form, plus a bare
-`python -c pass` for the interpreter's own start-up, and the load average (on a busy
-2-CPU machine every figure, the bare interpreter's included, inflates two- to threefold;
+script written then run, globs), Claude Code's heredoc commit message, and a Write.
+Prints median / p90 / min per form, plus a bare `python -c pass` for the interpreter's
+own start-up, and the load average (on a busy 2-CPU machine every figure, the bare
+interpreter's included, inflates two- to threefold;
 the CPU time per call, user + system of the hook process, is the figure load moves least).
 Goal: median under 150 ms per call.
 

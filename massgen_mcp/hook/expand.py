@@ -254,9 +254,14 @@ def glob_program(value: str) -> list[str] | None:
 
     A pattern the hook will not walk (wildcards before the last part) matches nothing it
     can name, so the program stays unknown and is gated."""
-    if not _GLOB.search(value) or UNKNOWN in value:
+    if not is_glob(value) or UNKNOWN in value:
         return None
     return _glob_last(value) or []
+
+
+def is_glob(text: str) -> bool:
+    """A pattern bash would expand: `*`, `?`, or a closed `[...]` (`[` and `[[` are not)."""
+    return bool(re.search(r"[*?]|\[[^\]]+\]", text))
 
 
 def glob_matches(pattern: str, cwd: str, home: str) -> list[str]:

@@ -257,7 +257,7 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
         i += 1
     values = [_subst_vars(w, variables) for w in words[i:]]
     kept = words[i:]
-    redirects = [(r.op, tilde_user(_subst_vars(r.target, variables)) if r.target else "")
+    redirects = [(r.op, _redirect_target(r.target, variables) if r.target else "")
                  for r in redirs]
     if not values:
         return _record(out, SimpleCommand("", [], redirects)) if redirects else None
@@ -305,6 +305,13 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
     channels.script_runs(cmd, out, SHELLS, run)
     channels.record_writes(cmd, out)
     return cmd
+
+
+def _redirect_target(word: Word, variables: dict[str, str]) -> str:
+    """What a redirection writes or reads; `>(...)` is the pipe bash passes (/dev/fd/N)."""
+    if word.value == UNKNOWN and len(word.subs) == 1 and word.subs[0][0] in ("in", "out"):
+        return "/dev/fd/63"
+    return tilde_user(_subst_vars(word, variables))
 
 
 def _assign(name: str, word: Word, start: int, env: dict[str, str],
