@@ -26,6 +26,7 @@ from massgen_mcp.hook.cli_rules import cli_findings
 from massgen_mcp.hook.file_rules import file_findings, secret_sources
 from massgen_mcp.hook.git_rules import git_findings
 from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
+from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, secret_kind
 from massgen_mcp.hook.shell import SHELLS, SimpleCommand, analyse, shell_script, wordset
@@ -155,10 +156,28 @@ def _cd(cmd: SimpleCommand, scope: Scope, cdpath: bool) -> Scope:
     if target == "-" or (relative and (
             cdpath or os.environ.get("CDPATH"))):
         return scope.with_cwd(UNKNOWN_CWD)
-    path = scope.resolve(target)
+    path = scope.resolve(target) if target != UNKNOWN else _known_dir(cmd, scope)
     if path and os.path.isdir(path):
         return scope.with_cwd(path)
     return scope.with_cwd(UNKNOWN_CWD) if path is None else scope
+
+
+def _known_dir(cmd: SimpleCommand, scope: Scope) -> str | None:
+    """`cd "$(git rev-parse --show-toplevel)"` / `cd "$(pwd)"`: known without running git."""
+    word = cmd.words[1] if len(cmd.words) > 1 else None
+    if word is None or len(word.subs) != 1 or scope.cwd == UNKNOWN_CWD:
+        return None
+    text = " ".join(word.subs[0][1].split())
+    if text == "pwd":
+        return scope.cwd
+    if text == "git rev-parse --show-toplevel":
+        path = scope.cwd
+        while not os.path.exists(os.path.join(path, ".git")):
+            if os.path.dirname(path) == path:
+                return None
+            path = os.path.dirname(path)
+        return path
+    return None
 
 
 def _link(cmd: SimpleCommand, scope: Scope) -> Scope:
