@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +101,11 @@ def run_entry(box: Sandbox, entry: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def box(tmp_path_factory: pytest.TempPathFactory) -> Sandbox:
-    return Sandbox(tmp_path_factory.mktemp("corpus"))
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Every entry's verdict, four hook processes at a time (each is independent)."""
+    box = Sandbox(tmp_path_factory.mktemp("corpus"))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda entry: run_entry(box, entry), ENTRIES))
 
 
 def test_the_corpus_is_big_enough() -> None:
@@ -116,9 +120,9 @@ def _id(entry: dict[str, Any]) -> str:
     return f"{entry['class']}:{entry['tool']}:{json.dumps(entry['input'])[:60]}"
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=[_id(e) for e in ENTRIES])
-def test_corpus_entry(box: Sandbox, entry: dict[str, Any]) -> None:
-    verdict = run_entry(box, entry)
+@pytest.mark.parametrize("index", range(len(ENTRIES)), ids=[_id(e) for e in ENTRIES])
+def test_corpus_entry(verdicts: list[str], index: int) -> None:
+    entry, verdict = ENTRIES[index], verdicts[index]
     if entry["expect"] == "gate":
         assert verdict in ("deny", "ask"), f"not gated: {entry['input']}"
     else:

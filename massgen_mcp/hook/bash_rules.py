@@ -23,13 +23,14 @@ import re
 from massgen_mcp.hook import effect_rules
 from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
+from massgen_mcp.hook.command import SimpleCommand, shell_script, wordset
 from massgen_mcp.hook.file_rules import file_findings, secret_sources
 from massgen_mcp.hook.git_rules import git_findings
 from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, secret_kind
-from massgen_mcp.hook.shell import SHELLS, SimpleCommand, analyse, shell_script, wordset
+from massgen_mcp.hook.shell import SHELLS, analyse
 
 _DB_CLIENTS = wordset(
     "psql mysql mariadb sqlite3 sqlite sqlcmd clickhouse clickhouse-client cockroach duckdb "

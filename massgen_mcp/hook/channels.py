@@ -35,7 +35,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from massgen_mcp.hook.shell import Analysis, SimpleCommand
+    from massgen_mcp.hook.command import Analysis, SimpleCommand
 
 _RUNS_FILE = frozenset({"BASH_ENV", "ENV", "LD_PRELOAD", "LD_AUDIT", "GIT_CONFIG_PARAMETERS",
                         "GIT_EXEC_PATH", "SHELLOPTS", "BASHOPTS", "PYTHONSTARTUP"})

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
+from massgen_mcp.hook.command import SimpleCommand, subcommand
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope
-from massgen_mcp.hook.shell import SimpleCommand, subcommand
 
 _KUBECTL_VALUES = frozenset({"--context", "-n", "--namespace", "--kubeconfig", "--cluster",
                              "--user", "-s", "--server"})

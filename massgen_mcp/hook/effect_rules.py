@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
+from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope
-from massgen_mcp.hook.shell import SimpleCommand, wordset
 
 _DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset"})
 _DEVICE_TOOLS = re.compile(r"^(wipefs|mkfs(\..*)?|mke2fs|mkswap|blkdiscard|sgdisk|fdisk|sfdisk"

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 
+from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
-from massgen_mcp.hook.shell import SimpleCommand, wordset
 
 _COPIERS = wordset("cp mv install ln rsync scp rclone ditto")
 ARCHIVERS = wordset("tar zip 7z 7za gzip bzip2 xz zstd cpio gpg openssl age rar pax")

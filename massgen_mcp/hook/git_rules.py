@@ -21,11 +21,11 @@ from __future__ import annotations
 import os
 import re
 
+from massgen_mcp.hook.command import SimpleCommand, subcommand
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.options import resolve_long
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
-from massgen_mcp.hook.shell import SimpleCommand, subcommand
 
 PROTECTED_BRANCH = re.compile(
     r"^(main|master|trunk|develop|development|dev|stable|staging|production|gh-pages"

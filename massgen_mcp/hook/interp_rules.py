@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import re
 
+from massgen_mcp.hook.command import SimpleCommand
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
-from massgen_mcp.hook.shell import SimpleCommand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.bash_rules import check_bash, sql_finding
+from massgen_mcp.hook.command import wordset
 from massgen_mcp.hook.matching import split_mcp_name
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope
-from massgen_mcp.hook.shell import wordset
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
