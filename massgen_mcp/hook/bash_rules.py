@@ -24,12 +24,13 @@ from massgen_mcp.hook import effect_rules
 from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
 from massgen_mcp.hook.command import SimpleCommand, shell_script, wordset
+from massgen_mcp.hook.expand import FRESH_TEMP
 from massgen_mcp.hook.file_rules import file_findings, secret_sources
 from massgen_mcp.hook.git_rules import git_findings
 from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, secret_kind
+from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, is_under, secret_kind
 from massgen_mcp.hook.shell import SHELLS, analyse
 
 _DB_CLIENTS = wordset(
@@ -158,7 +159,7 @@ def _cd(cmd: SimpleCommand, scope: Scope, cdpath: bool) -> Scope:
             cdpath or os.environ.get("CDPATH"))):
         return scope.with_cwd(UNKNOWN_CWD)
     path = scope.resolve(target) if target != UNKNOWN else _known_dir(cmd, scope)
-    if path and os.path.isdir(path):
+    if path and (os.path.isdir(path) or is_under(path, FRESH_TEMP)):
         return scope.with_cwd(path)
     return scope.with_cwd(UNKNOWN_CWD) if path is None else scope
 

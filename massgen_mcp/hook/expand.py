@@ -32,7 +32,10 @@ _MAX_LISTING = 4096
 _SEQ = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
 _GLOB = re.compile(r"[*?\[]")
 _TILDE_USER = re.compile(r"^~([A-Za-z_][\w.-]*|-)(?=/|$)")
-_STATIC = frozenset({"echo", "printf", "dirname", "basename", "pwd"})
+_STATIC = frozenset({"echo", "printf", "dirname", "basename", "pwd", "mktemp"})
+# What `$(mktemp)` stands for: a path that did not exist before the line made it, so
+# writing or deleting there harms nobody's data (`scope.py` treats it as private temp).
+FRESH_TEMP = "/tmp/.massgen-hook-fresh-mktemp/tmp.X"
 
 
 def _matching_brace(text: str, start: int) -> int:
@@ -194,6 +197,10 @@ def static_output(script: str, home: str) -> str | None:
         return (fmt.replace("%s", "{}").format(*args[1:]) if "%s" in fmt else fmt).strip("\n")
     if cmd.program == "pwd":
         return None  # the directory the line is in at that point: judged by `cd` tracking
+    if cmd.program == "mktemp":
+        # a template or `-p DIR` may place it elsewhere: only the default form is fresh
+        return FRESH_TEMP if all(a in ("-d", "-q", "-u", "--directory", "--quiet")
+                                            for a in args) else None
     if not args:
         return None
     path = args[-1].rstrip("/") or "/"

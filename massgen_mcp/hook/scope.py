@@ -127,7 +127,9 @@ def private_temp_roots() -> tuple[str, ...]:
     roots = {os.path.realpath(r) for r in (os.environ.get("MASSGEN_MCP_TMPDIR"),
                                            os.environ.get("CLAUDE_CODE_TMPDIR"),
                                            os.environ.get("TMPDIR")) if r and os.path.isabs(r)}
-    return tuple(sorted(roots - shared))
+    from massgen_mcp.hook.expand import FRESH_TEMP
+
+    return tuple(sorted((roots - shared) | {FRESH_TEMP}))
 
 
 class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=((),))):
@@ -206,11 +208,13 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=
         return None
 
     def climbs_out(self, word: str) -> bool:
-        """A relative path that leaves the workspace (`../x` from its root)."""
+        """A relative path that climbs out of the workspace (`../x` from its root); a plain
+        `x` in a directory the line moved to is not climbing."""
         if word.startswith(("/", "~", "$")):
             return False
         path = self.resolve(word)
-        return path is not None and not is_under(path, self.workspace)
+        return path is not None and not is_under(path, self.workspace) and not (
+            self.cwd != UNKNOWN_CWD and is_under(path, self.cwd))
 
     def in_temp(self, path: str) -> bool:
         """Scratch space: under a temp root, but not the root itself, nor under home.
@@ -219,7 +223,10 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=
         """
         if is_under(path, self.home) or is_under(self.home, path):
             return False
-        return any(is_under(path, root) and path != root for root in self.temp_roots)
+        from massgen_mcp.hook.expand import FRESH_TEMP
+
+        return any(is_under(path, root) and (path != root or root == FRESH_TEMP)
+                   for root in self.temp_roots)
 
     def delete_finding(self, word: str) -> Finding | None:
         """Why deleting `word` recursively is dangerous, or None when it is ordinary work."""
