@@ -117,11 +117,18 @@ def test_hardline_is_denied_without_a_way_out(workspace: Path, env: dict[str, st
 
 @pytest.mark.parametrize("command", ["ls -la", "git status", "git diff HEAD~1", "pytest -q",
                                      "rm -rf build dist", "find . -name '*.pyc' -delete",
-                                     "rm -f .git/index.lock", "ln -s /usr/bin/python3 py",
-                                     "cat app.py", "massgen-mcp run 'which queue?'"])
+                                     "rm -f .git/index.lock", "cat app.py",
+                                     "massgen-mcp run 'which queue?'"])
 def test_everyday_commands_stay_untouched(workspace: Path, env: dict[str, str],
                                           command: str) -> None:
     assert run_hook(workspace, env, "Bash", {"command": command})[0] == "none"
+
+
+def test_a_link_to_a_system_file_is_not_on_the_hard_line(workspace: Path,
+                                                          env: dict[str, str]) -> None:
+    """`ln -s /usr/bin/python3 py` deletes nothing (the file rules may still gate it)."""
+    verdict, reason = run_hook(workspace, env, "Bash", {"command": "ln -s /usr/bin/python3 py"})
+    assert verdict == "none" or "hardline" not in reason, reason
 
 
 def test_a_plan_listing_a_hardline_action_is_rejected_with_the_reason(workspace: Path) -> None:
