@@ -344,6 +344,7 @@ anyio.run(lambda: Engine(Path({state!r}), Environment(cli_env())).run(team, "Q?"
 
 async def test_killed_server_takes_its_cli_processes_with_it(
         provider: ScriptedProvider, tmp_path: Path) -> None:
+    cli_path("claude")  # the tier is decided here: a skip inside the child would not reach pytest
     provider.script("hang", Hang())
     code = KILLED_SERVER.format(tests=str(Path(__file__).parent), root=provider.root,
                                 state=str(tmp_path / "state"))
