@@ -162,8 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="show which providers and clients are ready",
                             description="Show which provider keys are set (masked), which local "
                                         "model servers answer, and whether this project has "
-                                        "massgen-mcp registered. Exit 1 when nothing can run.")
+                                        "massgen-mcp registered, starts, and is approved by "
+                                        "each client. Exit 1 when a registration does not "
+                                        "start; a missing key or approval is a warning.")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.add_argument("--no-clients", action="store_true",
+                        help="do not ask the clients' own CLIs (claude/codex/gemini mcp list)")
     doctor.add_argument("--dir", default=".", help="project directory (default: .)")
     from massgen_mcp.cli.view import add_view_parsers
 
