@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
+    from massgen_mcp.cli.progress import Progress
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_DEGRADED = 0, 1, 2, 3, 4
 
 
@@ -76,6 +78,18 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                    help="stderr log level (default WARNING)")
 
 
+def _positive(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
 def _team_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", default=None,
                    help="comma-separated provider/model list, e.g. "
@@ -93,6 +107,8 @@ def _team_options(p: argparse.ArgumentParser) -> None:
                    help="token budget for the whole run")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--heartbeat", type=_positive, default=10.0, metavar="SECONDS",
+                   help="after this long without news, say who is still working (default 10)")
     p.add_argument("--state-dir", default=None, help="where the run record is written")
 
 
@@ -209,76 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_USAGE
 
 
-HEARTBEAT_SECONDS = 10.0
-
-
-class _Progress:
-    """Progress lines on stderr, and a heartbeat when nothing has been said for 10 s: who is
-    still working and for how long (a provider that accepted the connection and never
-    answers would otherwise leave the terminal silent until its request timeout)."""
-
-    def __init__(self, quiet: bool) -> None:
-        import time
-
-        self.quiet = quiet
-        self.t0 = time.monotonic()
-        self.last = self.t0
-        self.since: dict[str, float] = {}  # agent -> when it last did something
-        self.live: Any = None  # the run's LiveRun, once prepared
-
-    def _print(self, message: str) -> None:
-        import time
-
-        now = time.monotonic()
-        self.last = now
-        if not self.quiet:
-            print(f"[{now - self.t0:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-    def event(self, line: dict[str, Any]) -> None:
-        import time
-
-        from massgen_mcp.runs.progress import describe_event
-
-        if line.get("agent"):
-            self.since[str(line["agent"])] = time.monotonic()
-        message = describe_event(line)
-        if message:
-            self._print(message)
-
-    async def heartbeat(self) -> None:
-        import contextlib
-        import os
-        import time
-
-        import anyio
-
-        while True:
-            await anyio.sleep(1.0)
-            now = time.monotonic()
-            if now - self.last < HEARTBEAT_SECONDS:
-                continue
-            if self.live is not None:  # a sign of life for a run later found interrupted
-                with contextlib.suppress(OSError):
-                    os.utime(self.live.record.dir / "events.jsonl")
-            snap = self.live.snapshot() if self.live is not None else None
-            if snap is None:
-                self._print("still starting (agents' tool servers)")
-                continue
-            busy = [a for a in snap.agents if a.status in ("working", "waiting")]
-            who = ", ".join(
-                f"{a.agent_id} ({a.provider}/{a.model}) for "
-                f"{now - self.since.get(a.agent_id, self.t0):.0f} s" for a in busy)
-            self._print(f"still working: {who or 'final presentation'}; "
-                        f"{snap.totals.answers} answers, {snap.totals.votes} votes so far")
-
-
 def _run_command(args: argparse.Namespace, command: str) -> int:
     import anyio
 
+    from massgen_mcp.cli.progress import Progress
     from massgen_mcp.errors import MassgenError
     from massgen_mcp.runs.outcome import settle_wording
 
-    progress = _Progress(args.quiet)
+    progress = Progress(args.quiet, heartbeat_s=args.heartbeat)
     try:
         result: Any = anyio.run(lambda: _run_once(args, command, progress))
     except MassgenError as e:
@@ -312,7 +266,7 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
     return EXIT_PARTIAL if status in ("timeout", "budget_exceeded") else EXIT_FAILED
 
 
-async def _run_once(args: argparse.Namespace, command: str, progress: _Progress) -> Any:
+async def _run_once(args: argparse.Namespace, command: str, progress: Progress) -> Any:
     """One `run` or `plan` from the command line, to its end."""
     from pathlib import Path
 
