@@ -3,6 +3,7 @@
     massgen-mcp [serve] [--transport stdio|sse|streamable-http] ...   the MCP server (default)
     massgen-mcp run "task" --models ... | --team ...                   one consensus run
     massgen-mcp plan "goal" [--depth ...]                              a team-agreed task plan
+    massgen-mcp checkpoint-init ... / checkpoint "objective"           a reviewed safety plan
     massgen-mcp hook pre-tool-use                                      Claude Code PreToolUse hook
     massgen-mcp setup [--client ...] [--hooks] [--instructions ...]    register with clients
     massgen-mcp doctor                                                 what can run here
@@ -78,7 +79,8 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                    help="stderr log level (default WARNING)")
 
 
-def _positive(text: str) -> float:
+def positive_seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds."""
     import argparse
 
     try:
@@ -107,7 +109,7 @@ def _team_options(p: argparse.ArgumentParser) -> None:
                    help="token budget for the whole run")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.add_argument("--heartbeat", type=_positive, default=10.0, metavar="SECONDS",
+    p.add_argument("--heartbeat", type=positive_seconds, default=10.0, metavar="SECONDS",
                    help="after this long without news, say who is still working (default 10)")
     p.add_argument("--state-dir", default=None, help="where the run record is written")
 
@@ -188,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     from massgen_mcp.cli.view import add_view_parsers
 
     add_view_parsers(sub)
+    from massgen_mcp.cli.checkpoint import add_checkpoint_parsers
+
+    add_checkpoint_parsers(sub)
     return parser
 
 
@@ -212,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.cli.doctor import doctor_main
 
             return doctor_main(args)
+        if command in ("checkpoint", "checkpoint-init"):
+            from massgen_mcp.cli.checkpoint import checkpoint_init_main, checkpoint_main
+
+            return (checkpoint_main if command == "checkpoint" else checkpoint_init_main)(args)
         if command in ("view", "report"):
             from massgen_mcp.cli.view import report_main, view_main
 
