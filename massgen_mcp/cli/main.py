@@ -8,6 +8,7 @@
     massgen-mcp setup [--client ...] [--hooks] [--instructions ...]    register with clients
     massgen-mcp doctor                                                 what can run here
     massgen-mcp view [RUN_ID|latest]  /  report RUN_ID -o run.html     watch or share a run
+    massgen-mcp eval SUITE [--team ... | --models ...]                 team vs. one model
 
 Every subcommand imports only what it needs: the hook must start in a few dozen ms and
 the server must not load provider SDKs before a run needs them.
@@ -187,9 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--no-clients", action="store_true",
                         help="do not ask the clients' own CLIs (claude/codex/gemini mcp list)")
     doctor.add_argument("--dir", default=".", help="project directory (default: .)")
+    from massgen_mcp.cli.eval import add_eval_parser
     from massgen_mcp.cli.view import add_view_parsers
 
     add_view_parsers(sub)
+    add_eval_parser(sub)
     from massgen_mcp.cli.checkpoint import add_checkpoint_parsers
 
     add_checkpoint_parsers(sub)
@@ -229,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.hook.main import main as hook_main
 
             return hook_main(args.rest)
+        if command == "eval":
+            from massgen_mcp.cli.eval import eval_main
+
+            return eval_main(args)
     except KeyboardInterrupt:
         return 130
     return EXIT_USAGE
