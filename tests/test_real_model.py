@@ -126,7 +126,6 @@ def _assert_truthful(result: RunResult, team: Team) -> None:
         assert result.final_answer is None or result.best_so_far
     else:
         assert result.best_so_far == (result.final_answer is not None)
-    assert result.elapsed_seconds <= cfg.orchestrator_timeout_seconds + 5
 
 
 @pytest.mark.parametrize("n,timeout", [(1, 60.0), (3, 90.0)])
