@@ -118,13 +118,12 @@ def checkpoint_init_main(args: argparse.Namespace) -> int:
     from massgen_mcp.cli.main import EXIT_OK, EXIT_USAGE
     from massgen_mcp.errors import MassgenError
     from massgen_mcp.modes.checkpoint.run import CheckpointInitResult
-    from massgen_mcp.modes.checkpoint.store import init_session
 
     try:
         app = _app(args)
         environment = _json_or_text(args.environment) if args.environment else None
-        session, replaced = init_session(
-            app.state, args.workspace_dir, args.original_task,
+        session, replaced = app.checkpoint_init(
+            args.workspace_dir, args.original_task,
             _tools_argument(args.available_tools), trajectory_path=args.trajectory_path,
             environment=environment, safety_policy=args.safety_policy)
     except MassgenError as e:
@@ -178,10 +177,8 @@ async def _checkpoint_once(args: argparse.Namespace, progress: Any) -> Any:
     """One checkpoint review, as the server's `checkpoint` tool runs it."""
     import anyio
 
-    from massgen_mcp.modes.checkpoint.store import load_session
-
     app = _app(args)
-    load_session(app.state, args.workspace_dir)  # no session: say so before anything
+    app.checkpoint_session(args.workspace_dir)  # no session: say so before anything
     goals = [_goal(g) for g in args.action_goals] or None
     name = app.reviewer_team_name(args.models, args.team)
     team = await app.team_for(models=args.models, team=name)

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from massgen_mcp.backends.availability import BackendsReport, backends_report
 from massgen_mcp.backends.cli.availability import print_coding_agents
-from massgen_mcp.config.availability import BackendsReport, backends_report
 from massgen_mcp.config.env import Environment
 
 if TYPE_CHECKING:
