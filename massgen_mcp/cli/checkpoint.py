@@ -20,7 +20,7 @@ from typing import Any
 
 
 def add_checkpoint_parsers(sub: Any) -> None:
-    from massgen_mcp.cli.main import positive_seconds
+    from massgen_mcp.cli.progress import positive_seconds
 
     init = sub.add_parser(
         "checkpoint-init", help="store a checkpoint session (the checkpoint_init tool)",
@@ -115,7 +115,7 @@ def _tools_argument(value: str) -> Any:
 
 
 def checkpoint_init_main(args: argparse.Namespace) -> int:
-    from massgen_mcp.cli.main import EXIT_OK, EXIT_USAGE
+    from massgen_mcp.cli.progress import EXIT_OK, EXIT_USAGE
     from massgen_mcp.errors import MassgenError
     from massgen_mcp.modes.checkpoint.run import CheckpointInitResult
 
@@ -142,8 +142,14 @@ def checkpoint_init_main(args: argparse.Namespace) -> int:
 def checkpoint_main(args: argparse.Namespace) -> int:
     import anyio
 
-    from massgen_mcp.cli.main import EXIT_DEGRADED, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
-    from massgen_mcp.cli.progress import Progress
+    from massgen_mcp.cli.progress import (
+        EXIT_DEGRADED,
+        EXIT_FAILED,
+        EXIT_OK,
+        EXIT_PARTIAL,
+        EXIT_USAGE,
+        Progress,
+    )
     from massgen_mcp.errors import MassgenError
 
     progress = Progress(args.quiet, heartbeat_s=args.heartbeat)

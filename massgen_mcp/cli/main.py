@@ -19,6 +19,14 @@ from __future__ import annotations
 import sys
 
 from massgen_mcp import __version__
+from massgen_mcp.cli.progress import (
+    EXIT_DEGRADED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_USAGE,
+    positive_seconds,
+)
 
 # Kept out of the hook's hot path (`massgen-mcp hook pre-tool-use` returns before argparse).
 TYPE_CHECKING = False
@@ -28,7 +36,6 @@ if TYPE_CHECKING:
 
     from massgen_mcp.cli.progress import Progress
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_DEGRADED = 0, 1, 2, 3, 4
 
 
 def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
@@ -78,19 +85,6 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                         "or ./.massgen)")
     p.add_argument("--log-level", default=default("WARNING"),
                    help="stderr log level (default WARNING)")
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds."""
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
-    return value
 
 
 def _team_options(p: argparse.ArgumentParser) -> None:

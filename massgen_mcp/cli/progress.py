@@ -1,4 +1,5 @@
-"""Progress of a CLI run on stderr: one line per event, and a heartbeat after a quiet spell."""
+"""What a CLI run tells its user: progress on stderr (one line per event, a heartbeat after a
+quiet spell) and the exit codes shared by `run`, `plan` and `checkpoint`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,21 @@ import sys
 import time
 from typing import Any
 
-import anyio
-
 HEARTBEAT_SECONDS = 10.0
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_DEGRADED = 0, 1, 2, 3, 4
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 class Progress:
@@ -43,6 +56,8 @@ class Progress:
             self._print(message)
 
     async def heartbeat(self) -> None:
+        import anyio
+
         while True:
             await anyio.sleep(min(1.0, self.heartbeat_s))
             now = time.monotonic()
