@@ -208,7 +208,7 @@ async def test_real_pypi_time_server(tmp_path: Path, no_orphans: None) -> None:
 
 async def test_filters_accept_raw_and_prefixed_names(tmp_path: Path) -> None:
     # The team file's shape: servers keyed by name, filters at server and backend level.
-    backend = BackendConfig(type="openai", model="m", exclude_tools=["add"], mcp_servers={
+    backend = BackendConfig(type="openai", model="m", exclude_tools=["add"], mcp_servers={  # type: ignore[arg-type]
         "t": {"command": sys.executable, "args": [SERVER],
               "allowed_tools": ["echo", "mcp__t__add", "counter", "point", "missing"],
               "exclude_tools": ["mcp__t__counter"]}})

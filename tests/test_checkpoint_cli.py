@@ -33,7 +33,7 @@ def test_checkpoint_init_then_checkpoint_from_the_command_line(
     assert first.returncode == 0, first.stderr
     stored = json.loads(first.stdout)
     assert stored["replaced"] is False and stored["workspace_dir"] == str(workspace)
-    assert stored["tools"] == [t["name"] for t in EXECUTOR_TOOLS]
+    assert stored["tools"] == [t["name"] for t in EXECUTOR_TOOLS]  # type: ignore[index]
     again = init(workspace, "--safety-policy", "never touch billing")
     assert again.returncode == 0 and again.stdout.startswith("replaced the previous session")
 

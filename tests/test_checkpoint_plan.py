@@ -509,9 +509,9 @@ def test_superseded_plan_copied_back_approves_nothing(workspace: Path) -> None:
         if number == 1:
             old = (Path(session.session_dir) / "active_plan.json").read_text()
     (Path(session.session_dir) / "active_plan.json").write_text(old)
-    assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_002"
+    assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_002"  # type: ignore[index]
     Path(active.ledger_path(session.session_id)).write_text(old)  # the hook gates this write
-    assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_001"
+    assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_001"  # type: ignore[index]
     init_session(state, workspace, "Ship v3", TOOL_INFO)
     assert active.load_active_plan(str(workspace))[1] is None
 

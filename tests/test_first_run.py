@@ -37,7 +37,7 @@ async def test_a_failed_run_is_a_tool_error_with_its_result_attached(provider, t
     assert r.is_error
     assert r.structured_content is not None and r.structured_content["status"] == "failed"
     assert "every agent failed" in r.structured_content["error"]
-    assert r.content[0].text.startswith("No answer (status failed")
+    assert r.content[0].text.startswith("No answer (status failed")  # type: ignore[union-attr]
 
 
 async def test_a_timeout_with_a_best_answer_is_not_an_error_and_one_without_is(provider,
@@ -65,7 +65,7 @@ async def test_a_timeout_with_a_best_answer_is_not_an_error_and_one_without_is(p
     error = r.structured_content["error"]
     assert error.startswith("no answer: the run reached its time limit after 2 s before any "
                             "agent answered") and "best answer" not in error
-    assert "best answer" not in r.content[0].text and "(no answer)" not in r.content[0].text
+    assert "best answer" not in r.content[0].text and "(no answer)" not in r.content[0].text  # type: ignore[union-attr]
 
 
 async def test_tool_descriptions_reach_clients_without_source_indentation(tmp_path):

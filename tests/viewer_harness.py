@@ -55,7 +55,7 @@ def viewer(state: Path, *args: str) -> Iterator[str]:
 
     threading.Thread(target=read, daemon=True).start()
     try:
-        seen = []
+        seen: list[str] = []
         while True:
             line = lines.get(timeout=30)
             if line is None:
