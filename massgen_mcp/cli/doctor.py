@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from massgen_mcp.backends.availability import BackendsReport, backends_report
-from massgen_mcp.backends.cli.availability import print_coding_agents
+from massgen_mcp.backends.cli.availability import no_key_hint, print_coding_agents
 from massgen_mcp.config.env import Environment
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ async def _gather(project: Path, env: Environment, ask_clients: bool) -> Finding
                                          project)
 
     async def report() -> None:
-        found["report"] = await backends_report(env, show_hint=True)
+        found["report"] = await backends_report(env, show_hint=True, ask_clis=True)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(report)
@@ -126,6 +126,9 @@ def _print_text(f: Findings, project: Path, out: TextIO) -> None:
                       else "no key")
         print(f"  {mark}{p.provider:<13} {detail}{'' if p.usable else '  → ' + p.fix}", file=out)
     print_coding_agents(f.report.coding_agents, out)
+    hint = no_key_hint(any(p.key_present for p in f.report.providers), f.report.coding_agents)
+    if hint:
+        print(f"  → {hint}", file=out)
     print(f"\nDefault team: {f.report.default_team}", file=out)
     if f.report.default_team_error:
         print(f"  warning: {NO_TEAM}: {f.report.default_team_error}", file=out)
