@@ -365,7 +365,7 @@ def test_benign_calls_get_no_opinion(workspace: Path) -> None:
                              ("Edit", {"file_path": str(workspace / "a.py"), "old_string": "a",
                                        "new_string": "b"}),
                              ("mcp__github__get_issue", {"number": 1})]:
-        rc, out, err = run_hook(call(tool, tool_input, workspace))
+        rc, out, err = run_hook(call(tool, tool_input, workspace))  # type: ignore[arg-type]
         assert (rc, out, err) == (0, None, ""), tool
 
 
@@ -474,7 +474,7 @@ def test_approved_calls_are_allowed_naming_the_step(planned: Path) -> None:
         ("Bash", {"command": "git checkout config/prod.yaml"}, "rollback of step 5"),
     ]
     for tool, tool_input, step in cases:
-        rc, out, _ = run_hook(call(tool, tool_input, planned / "src"))
+        rc, out, _ = run_hook(call(tool, tool_input, planned / "src"))  # type: ignore[arg-type]
         verdict, reason = decision(out)
         assert (rc, verdict) == (0, "allow"), (tool, tool_input, reason)
         assert "ckpt_001" in reason and step in reason
@@ -490,7 +490,7 @@ def test_unapproved_gated_calls_are_denied_with_the_step(planned: Path) -> None:
         ("Write", {"file_path": str(planned / ".env"), "content": "K=1"}, "step 5"),
     ]
     for tool, tool_input, step in cases:
-        rc, out, _ = run_hook(call(tool, tool_input, planned))
+        rc, out, _ = run_hook(call(tool, tool_input, planned))  # type: ignore[arg-type]
         verdict, reason = decision(out)
         assert (rc, verdict) == (0, "deny"), (tool, tool_input, reason)
         assert "not an approved action" in reason and f"Follow {step}" in reason

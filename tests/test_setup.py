@@ -7,6 +7,7 @@ import os
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from massgen_mcp.cli.launch import launch_command
 from massgen_mcp.cli.setup import GEMINI_TIMEOUT_MS, HOOK_MATCHER, MD_BEGIN, MD_END, run_setup
 from massgen_mcp.errors import InputError
 
-USER_SETTINGS = {
+USER_SETTINGS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(pytest:*)"]},
     "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
         {"type": "command", "command": "my-linter-hook"}]}],

@@ -163,7 +163,7 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
                               eval_criteria=eval_criteria, review_task=task)
     recording = _RecordingFormat(fmt, ckpt)
     prepared = engine.prepare_run(team, task, mode="checkpoint", answer_format=recording,
-                                  **prepare_kwargs)
+                                  title=objective, **prepare_kwargs)
     recording.redact = prepared.live.record.redact.value
 
     rule = approval_rule(team, approval)
