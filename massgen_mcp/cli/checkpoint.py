@@ -75,7 +75,9 @@ def _app(args: argparse.Namespace) -> Any:
     from massgen_mcp.app import App
     from massgen_mcp.config.choose import CLI
 
-    return App(Path(args.state_dir) if args.state_dir else None, vocabulary=CLI)
+    # The person at the terminal is the operator: the reviewers they name are theirs.
+    return App(Path(args.state_dir) if args.state_dir else None, vocabulary=CLI,
+               allow_checkpoint_team_override=True)
 
 
 def _json_or_text(text: str) -> Any:
