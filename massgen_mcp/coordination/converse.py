@@ -6,8 +6,11 @@ do wrong is read the way a careful human would, and noted on the agent:
 - a tool call written as text (`{"tool": "vote", "arguments": {...}}`, in a code fence or in
   prose) is the call: models and servers without tool calling speak this, as the sampling
   backend does;
-- a reply without any call gets one reminder; a text reply after the reminder is taken as
-  the agent's answer;
+- a reply without any call gets one reminder. A text reply after the reminder never replaces
+  an answer the agent already gave: from an agent with an answer it is "no change" (the
+  caller's `standing` decision, e.g. a vote for its own answer); only from an agent with no
+  answer yet may it become a first answer, and never when it is chatter ("Submitted.",
+  "Done", "I have already answered": faithful.is_chatter);
 - an invalid call gets the problems back as a tool error, up to `max_attempts_per_turn`.
 
 Every provider call goes through `call_model`, which counts it (cancelled ones too, their
@@ -26,6 +29,7 @@ from massgen_mcp.backends._common import new_call_id
 from massgen_mcp.backends.sampling import parse_text_call
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
+from massgen_mcp.coordination.faithful import is_chatter
 from massgen_mcp.coordination.workflow import NEW_ANSWER, WORKFLOW_TOOLS, Decision
 from massgen_mcp.errors import BackendError, TransientBackendError
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, tool_result, user
@@ -88,11 +92,13 @@ async def converse(
     workflow_tools: list[ToolSpec],
     check: Check,
     hooks: RunHooks,
+    standing: Decision | None = None,
 ) -> Decision | str:
     """Call the model until it makes a valid workflow call; MCP tool calls loop inside.
 
     Returns the Decision, or an error text when the agent used up its attempts. Provider
-    errors propagate (`BackendError`).
+    errors propagate (`BackendError`). `standing`: what a text reply after the reminder
+    means from an agent that already has an answer (None: nothing, the turn fails).
     """
     tool_calls_left = hooks.max_tool_calls_per_turn
     invalid, reminded = 0, False
@@ -113,10 +119,21 @@ async def converse(
                 hooks.emit("reminder", agent=a.spec.id)
                 messages = [*messages, turn.as_message(), user(prompts.reminder(workflow_tools))]
                 continue
-            if NEW_ANSWER not in workflow_names or not turn.text.strip():
+            text = turn.text.strip()
+            if a.answers:  # text never replaces an answer the agent gave
+                if standing is None:
+                    return "replied with text instead of calling new_answer, even after a " \
+                           "reminder (its answer stands)"
+                a.note(f"replied with text and no tool call, even after a reminder "
+                       f"({text[:60]!r}): counted as no change, standing by its answer")
+                return standing
+            if NEW_ANSWER not in workflow_names or not text:
                 return "did not call new_answer or vote, even after a reminder"
+            if is_chatter(text):
+                return (f"replied {text[:60]!r} (no answer and no tool call), even after a "
+                        "reminder")
             calls, native = [ToolCall(new_call_id(), NEW_ANSWER, {"content": turn.text})], False
-            a.note("took a text reply (no tool call after a reminder) as the answer")
+            a.note("took a text reply (no tool call after a reminder) as its first answer")
         if any(c.name in WORKFLOW_TOOLS for c in calls):
             outcome = check(calls)
             if isinstance(outcome, Decision):
