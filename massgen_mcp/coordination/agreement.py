@@ -8,7 +8,8 @@
 - `split`:     the winner is tied with another answer (config order broke the tie);
 - `none`:      nobody voted (the run stopped before any vote).
 
-`share` is the winner's votes over the votes cast (0 when none were). An agent voting for
+`share` is the winner's votes over the votes cast (0 when none were); after an early stop,
+the cancelled votes count as votes it did not get. An agent voting for
 its own answer counts like any other voter: with every agent doing so the result is a
 `split`, never a win. `dissent` lists every answer that did not win, with its votes, its
 voters and their reasons (empty when the vote was unanimous).
@@ -55,11 +56,15 @@ class Dissent(BaseModel):
 DISSENT_TEXT_CHARS = 300
 
 
-def agreement_of(winner: str | None, tally: Counter[str] | dict[str, int]) -> Agreement:
-    """The agreement on `winner` given the votes per candidate."""
-    total = sum(tally.values())
-    if winner is None or total == 0:
-        return Agreement(kind="none", share=0.0, votes=total)
+def agreement_of(winner: str | None, tally: Counter[str] | dict[str, int],
+                 uncast: int = 0) -> Agreement:
+    """The agreement on `winner` given the votes per candidate. `uncast`: votes an early
+    stop cancelled; they count as votes the winner did not get (a share never claims more
+    than was cast)."""
+    cast = sum(tally.values())
+    total = cast + uncast
+    if winner is None or cast == 0:
+        return Agreement(kind="none", share=0.0, votes=cast)
     mine = tally.get(winner, 0)
     share = round(mine / total, 4)
     kind: AgreementKind
@@ -71,23 +76,20 @@ def agreement_of(winner: str | None, tally: Counter[str] | dict[str, int]) -> Ag
         kind = "majority"
     else:
         kind = "plurality"
-    return Agreement(kind=kind, share=share, votes=total)
+    return Agreement(kind=kind, share=share, votes=cast)
 
 
 def decided(tally: Counter[str] | dict[str, int], candidates: Sequence[str], outstanding: int,
             min_agreement: float | None) -> str | None:
-    """The winner, when `outstanding` more votes cannot change it (ties go to the earlier
-    candidate) nor bring its share below `min_agreement`; else None."""
+    """The winner, when `outstanding` more votes cannot change it nor bring its share below
+    `min_agreement`; else None. Only a lead no other answer can even tie counts: a win on
+    the config-order tie-break is never decided early."""
     if not candidates or sum(tally.values()) == 0:
         return None
     best = max(candidates, key=lambda c: (tally.get(c, 0), -candidates.index(c)))
     mine = tally.get(best, 0)
-    for c in candidates:
-        if c == best:
-            continue
-        theirs = tally.get(c, 0) + outstanding
-        if theirs > mine or (theirs == mine and candidates.index(c) < candidates.index(best)):
-            return None
+    if any(tally.get(c, 0) + outstanding >= mine for c in candidates if c != best):
+        return None
     if min_agreement is not None:
         worst = mine / (sum(tally.values()) + outstanding)
         if worst < min_agreement:

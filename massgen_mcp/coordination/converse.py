@@ -42,6 +42,8 @@ class RunHooks(Protocol):
 
     max_attempts_per_turn: int
     max_tool_calls_per_turn: int
+    #: Seconds one provider call may take (limits.call_deadline); None: no deadline.
+    call_timeout_seconds: float | None
 
     def starting_call(self, a: AgentState) -> bool:
         """False when the run may make no more provider calls (it is being stopped)."""
@@ -66,8 +68,11 @@ async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpe
     if not hooks.starting_call(a):
         await anyio.lowlevel.checkpoint()  # the run is being cancelled: this raises
         raise BackendError("the run may make no more provider calls")
+    deadline = hooks.call_timeout_seconds
+    turn: Turn | None = None
     try:
-        turn = await a.backend.turn(messages, tools)
+        with anyio.move_on_after(deadline) as scope:
+            turn = await a.backend.turn(messages, tools)
     except anyio.get_cancelled_exc_class():
         # The provider still computes (and bills) a call we stop listening to.
         estimate = estimate_tokens(messages, tools)
@@ -78,6 +83,15 @@ async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpe
         if e.status is not None or isinstance(e, TransientBackendError):
             hooks.finished_call(a, Usage(calls=1))  # the provider was reached
         raise
+    if turn is None or scope.cancelled_caught:
+        # Past the deadline: a model that does not stop must not hold the whole team.
+        estimate = estimate_tokens(messages, tools)
+        hooks.finished_call(a, Usage(input_tokens=estimate, calls=1, cancelled_calls=1,
+                                     estimated_input_tokens=estimate))
+        raise TransientBackendError(
+            f"no reply within the {deadline:g}s deadline of one call (call_timeout_seconds; "
+            "by default a third of the run's time limit)",
+            provider=a.spec.provider.name, model=a.spec.model)
     a.add_native(turn.provider_data)
     u = turn.usage
     # A coding-agent CLI turn may make several model calls; it reports how many.
@@ -125,7 +139,7 @@ async def converse(
                     return "replied with text instead of calling new_answer, even after a " \
                            "reminder (its answer stands)"
                 a.note(f"replied with text and no tool call, even after a reminder "
-                       f"({text[:60]!r}): counted as no change, standing by its answer")
+                       f"({text[:60]!r}): counted as no change, a vote for its own answer")
                 return standing
             if NEW_ANSWER not in workflow_names or not text:
                 return "did not call new_answer or vote, even after a reminder"

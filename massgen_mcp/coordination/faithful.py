@@ -29,15 +29,19 @@ MAX_REPETITION = 0.5
 #: Sentences shorter than this (characters) are not counted as repeats ("Yes." twice is fine).
 _MIN_SENTENCE = 12
 
-_STOP = frozenset("""
-about above after again against also because been before being below between both could
-does doing down during each from further have having here hers herself himself into itself
-just more most myself once only other ought ours ourselves over same should some such than
-that their theirs them themselves then there these they this those through under until very
-were what when where which while whom with would your yours yourself yourselves will shall
-answer answers final best team agent agents vote votes voted question following however
-therefore thus here's it's that's there's i'm i've you're we're they're
-""".split())
+_STOP = frozenset((
+    "about", "above", "after", "again", "against", "also", "because", "been", "before",
+    "being", "below", "between", "both", "could", "does", "doing", "down", "during", "each",
+    "from", "further", "have", "having", "here", "hers", "herself", "himself", "into",
+    "itself", "just", "more", "most", "myself", "once", "only", "other", "ought", "ours",
+    "ourselves", "over", "same", "should", "some", "such", "than", "that", "their", "theirs",
+    "them", "themselves", "then", "there", "these", "they", "this", "those", "through",
+    "under", "until", "very", "were", "what", "when", "where", "which", "while", "whom",
+    "with", "would", "your", "yours", "yourself", "yourselves", "will", "shall", "answer",
+    "answers", "final", "best", "team", "agent", "agents", "vote", "votes", "voted",
+    "question", "following", "however", "therefore", "thus", "here's", "it's", "that's",
+    "there's", "i'm", "i've", "you're", "we're", "they're",
+))
 _TERM = re.compile(r"[A-Za-z_][\w.\-/()]*[\w)]|\d+(?:[.,:/]\d+)*%?")
 _CODE_CHARS = re.compile(r"[_.(/]|\d|[a-z][A-Z]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -51,11 +55,13 @@ _CHATTER = re.compile(
     r"(?:i )?(?:stand|stick) by my\b|nothing (?:to add|more|else)\b|"
     r"(?:calling|called|call(?:ed)? the) (?:new_answer|vote)\b)", re.IGNORECASE)
 #: Words chatter is made of: a reply whose key terms are all here says nothing else.
-_PROTOCOL_WORDS = frozenset("""
-submitted answered already voted complete completed finished stand provided given above
-unchanged change update previous earlier reply message new_answer vote thank thanks
-understood noted ready nothing sent calling called stick okay sure tool call done
-""".split())  # folded forms: "changes" is "change"
+_PROTOCOL_WORDS = frozenset((
+    "submitted", "answered", "already", "voted", "complete", "completed", "finished", "stand",
+    "provided", "given", "above", "unchanged", "change", "update", "previous", "earlier",
+    "reply", "message", "new_answer", "vote", "thank", "thanks", "understood", "noted",
+    "ready", "nothing", "sent", "calling", "called", "stick", "okay", "sure", "tool", "call",
+    "done",
+))  # folded forms: "changes" is "change"
 #: Replies longer than this are never chatter, whatever words they start with.
 _CHATTER_MAX_WORDS = 16
 

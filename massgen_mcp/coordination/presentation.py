@@ -71,13 +71,13 @@ def presentation_problem(presented: ParsedAnswer, stored: ParsedAnswer,
     repeated = repetition(text)
     if repeated > MAX_REPETITION and repeated > repetition(stored.text):
         return f"it repeats itself ({repeated:.0%} of its sentences are repeats)"
-    share, lost = kept_share(text, stored.text)
-    if share < KEEP_SHARE:
-        return (f"it drops the winning {fmt.noun}'s key content (keeps {share:.0%}; lost: "
-                f"{', '.join(lost[:8])[:200]})")
     if len(stored.text) >= _SHRINK_MIN and len(text) < SHRINK_RATIO * len(stored.text):
         return (f"it is a fragment of the winning {fmt.noun} ({len(text)} characters against "
                 f"{len(stored.text)})")
+    share, lost = kept_share(text, stored.text)
+    if share < KEEP_SHARE:
+        return (f"it drops the winning {fmt.noun}'s key content (keeps {share:.0%} of its key "
+                f"terms; lost: {', '.join(lost[:8])[:200]})")
     return None
 
 

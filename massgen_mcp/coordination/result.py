@@ -330,7 +330,8 @@ def build_result(
     leader_id, tally = pick_winner(votes, names)
     if winner is not None and winner.answers:
         leader_id = winner.spec.id
-    agreement = agreement_of(leader_id, {c: tally[c] for c in names})
+    agreement = agreement_of(leader_id, {c: tally[c] for c in names},
+                             uncast=early_stop_cancelled_turns)
     no_consensus = status == "no_consensus"
     by_anon = {a.anon: a for a in agents}
     totals = Totals(restarts=restarts, votes=len(votes),

@@ -21,7 +21,8 @@ from massgen_mcp.backends import Backend, create_backend
 from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.team import AgentSpec, Team
-from massgen_mcp.coordination.answers import AnswerFormat
+from massgen_mcp.coordination.answers import AnswerFormat, TextAnswer
+from massgen_mcp.coordination.limits import output_cap
 from massgen_mcp.coordination.orchestrator import Orchestrator
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import BackendError, InputError, MassgenError, RunNotFoundError
@@ -153,6 +154,9 @@ class Engine:
             return self._stopped(live, team, task, "failed", error=str(e), after=after)
         if workspaces is not None:
             live.listeners.append(workspaces.on_event)
+        # Every call has an output cap (coordination/limits.py); the team file's wins.
+        team = team.with_output_cap(output_cap(team.orchestrator,
+                                               (answer_format or TextAnswer()).noun))
         try:
             backends = self._backends(team, backend_context or {}, {
                 "env": self.env, "run_dir": live.record.dir, "workspaces": workspaces})
