@@ -324,6 +324,40 @@ class AgentSpec:
         return f"the {self.provider.name} SDK's default"
 
 
+#: The longest stance instruction accepted (it goes into the agent's system prompt).
+MAX_STANCE_CHARS = 1000
+
+
+def _stance_map(stances: list[str] | dict[str, str], ids: list[str],
+                where: str) -> dict[str, str]:
+    items = list(stances.items()) if isinstance(stances, dict) else []
+    if not isinstance(stances, dict):
+        positional = 0
+        for raw in stances:
+            key, sep, rest = str(raw).partition("=")
+            if sep and key.strip() in ids:
+                items.append((key.strip(), rest))
+            else:
+                if positional >= len(ids):
+                    raise ConfigError(f"{where}: {len(stances)} stances for a team of "
+                                      f"{len(ids)} agents ({', '.join(ids)}); give one per "
+                                      "agent, or name agents as id=stance")
+                items.append((ids[positional], str(raw)))
+                positional += 1
+    out = {}
+    for agent_id, stance in items:
+        text = str(stance).strip()
+        if agent_id not in ids:
+            raise ConfigError(f"{where}: no agent '{agent_id}' in this team (agents: "
+                              f"{', '.join(ids)})")
+        if not text or len(text) > MAX_STANCE_CHARS:
+            raise ConfigError(f"{where}: the stance for {agent_id} must be for, against, "
+                              f"neutral or an instruction of 1 to {MAX_STANCE_CHARS} "
+                              "characters")
+        out[agent_id] = text
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Team:
     name: str
@@ -343,9 +377,15 @@ class Team:
         return Team(self.name, agents, self.orchestrator, self.source, self.warnings,
                     self.notes)
 
-    def with_stances(self, stances: dict[str, str]) -> Team:
-        """A copy with these stances (agent id -> stance) set."""
-        agents = tuple(replace(a, stance=stances[a.id]) if a.id in stances else a
+    def with_stances(self, stances: list[str] | dict[str, str] | None,
+                     where: str = "stances") -> Team:
+        """A copy with these stances set: a mapping agent id -> stance, or a list of
+        `for`, `against`, `neutral` or an instruction, in config order, each optionally
+        `agent_id=stance` to name its agent (PAL-style)."""
+        if not stances:
+            return self
+        by_id = _stance_map(stances, [a.id for a in self.agents], where)
+        agents = tuple(replace(a, stance=by_id[a.id]) if a.id in by_id else a
                        for a in self.agents)
         return Team(self.name, agents, self.orchestrator, self.source, self.warnings,
                     self.notes)
