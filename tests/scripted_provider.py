@@ -25,7 +25,8 @@ huge answers, agents that vote for themselves (`votes_for_itself`), a resumed ag
 ends its later turns with chatter (`chatter_after_answer`), a model that never stops
 talking (`Endless`: a body that never ends); `Raw` sends any 200 body (HTML, a list,
 ``message: null``); `strict_content` answers a replayed assistant message with
-``content: null`` the way llama.cpp's server does (HTTP 500); `jitter` adds a random delay of up to that many seconds to every reply.
+``content: null`` the way llama.cpp's server does (HTTP 500); `jitter` adds a random delay
+of up to that many seconds to every reply.
 
 The server runs in a background thread with its own event loop, so it serves sync and
 async tests alike; stopping it releases hanging and delayed replies first, so it never
