@@ -555,7 +555,7 @@ class ScriptedProvider:
 
     def script(self, model: str, fn: Script | Reply) -> None:
         """Play `fn` for requests naming `model` (a bare reply is sent every time)."""
-        if isinstance(fn, Text | ToolCalls | Error | Delay | Hang | Raw):
+        if isinstance(fn, Text | ToolCalls | Error | Delay | Hang | Raw | Endless):
             reply = fn
             self._scripts[model] = lambda _req: reply
         else:
@@ -725,19 +725,25 @@ class ScriptedProvider:
         if isinstance(reply, Raw):
             return Response(reply.body, reply.status, media_type=reply.content_type)
         if isinstance(reply, Endless):
-            return StreamingResponse(self._endless(req, reply), media_type=(
+            return StreamingResponse(self._endless(request, req, reply), media_type=(
                 "text/event-stream" if req.stream else "application/json"))
         return self._render(req, reply)
 
-    async def _endless(self, req: ScriptRequest, reply: Endless) -> Any:
-        """The body of an `Endless` reply: it ends only when the server stops (a client that
-        goes away cancels it)."""
+    async def _endless(self, request: Request, req: ScriptRequest, reply: Endless) -> Any:
+        """The body of an `Endless` reply: it ends when the client goes away (then
+        `req.disconnected` is set) or the server stops."""
         assert self._stopping is not None
-        yield b"" if req.stream else b'{"id": "endless", "choices": ['
-        while not self._stopping.is_set():
-            yield b": still talking\n\n" if req.stream else b" "
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), reply.interval)
+        try:
+            yield b"" if req.stream else b'{"id": "endless", "choices": ['
+            while not self._stopping.is_set():
+                if await request.is_disconnected():
+                    break
+                yield b": still talking\n\n" if req.stream else b" "
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), reply.interval)
+        finally:
+            if not self._stopping.is_set():
+                req.disconnected.set()
 
     async def _run_script(self, req: ScriptRequest) -> Reply:
         fn = self._scripts.get(req.model)

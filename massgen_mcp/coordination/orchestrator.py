@@ -241,6 +241,8 @@ class Orchestrator:
                     a.scope = None
             if scope.cancelled_caught:
                 continue  # a newer answer arrived (or it was cut off): look again
+            if self._consensus:
+                return  # the vote ended (early stop) while this reply was on its way
             a.longest_turn = max(a.longest_turn, anyio.current_time() - (a.turn_started or 0))
             if isinstance(outcome, str):
                 if permanent or a.failed_turns >= MAX_FAILED_TURNS:
@@ -337,6 +339,8 @@ class Orchestrator:
         self._signal_change()
 
     def _check_consensus(self) -> None:
+        if self._consensus:
+            return
         live = [b for b in self.agents if b.live]
         if live and all(b.vote is not None and not b.restart_pending for b in live):
             self._end_voting()

@@ -119,8 +119,8 @@ class Totals(BaseModel):
     votes: int = 0
     restarts: int = 0
     early_stop_cancelled_turns: int = Field(
-        default=0, description="Vote turns cancelled or never started because the outcome "
-                               "was already decided (early stop).")
+        default=0, description="Vote turns cancelled (or their late replies discarded) "
+                               "because the outcome was already decided (early stop).")
 
 
 class FileChange(BaseModel):
