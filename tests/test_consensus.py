@@ -31,7 +31,9 @@ WIRES = ["openai", "anthropic", "gemini"]
 async def test_full_consensus_on_each_backend(provider, tmp_path: Path, wire: str) -> None:
     for name, text in (("m-a", "Use Kafka"), ("m-b", "Use RabbitMQ"), ("m-c", "Use SQS")):
         provider.script(name, answer_then_vote(text, "agent2", final="FINAL: RabbitMQ"))
-    team = make_team(provider, [("a", wire, "m-a"), ("b", wire, "m-b"), ("c", wire, "m-c")])
+    # every vote (early stop would end it after two: test_decisions.py)
+    team = make_team(provider, [("a", wire, "m-a"), ("b", wire, "m-b"), ("c", wire, "m-c")],
+                     early_stop=False)
     events: list[dict] = []
     result = await run_team(team, tmp_path, events=events)
 

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from massgen_mcp.coordination.agent import AgentState
 
 AgreementKind = Literal["unanimous", "majority", "plurality", "split", "none"]
 
@@ -95,3 +98,20 @@ def decided(tally: Counter[str] | dict[str, int], candidates: Sequence[str], out
         if worst < min_agreement:
             return None
     return best
+
+
+def dissent_of(agents: list[AgentState], winner: str | None) -> list[Dissent]:
+    """Every answer but the winner's that got votes, with its voters (config order). An
+    answer nobody voted for is not dissent: even its author preferred another."""
+    by_anon = {a.anon: a for a in agents}
+    out = []
+    for c in agents:
+        if not c.answers or c.spec.id == winner:
+            continue
+        voters = [DissentVote(voter=a.spec.id, reason=a.vote.reason) for a in agents
+                  if a.vote and a.vote.voted_for and by_anon[a.vote.voted_for] is c]
+        if voters:
+            out.append(Dissent(agent_id=c.spec.id, label=c.label or "", votes=len(voters),
+                               voters=voters,
+                               text=c.answers[-1].text[:DISSENT_TEXT_CHARS]))
+    return out

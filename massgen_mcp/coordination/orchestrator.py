@@ -51,9 +51,14 @@ from massgen_mcp.coordination.result import (
     candidates,
     current_votes,
     pick_winner,
+    status_error,
 )
 from massgen_mcp.coordination.stragglers import Stragglers
-from massgen_mcp.coordination.turns import coordination_turn, shuffle_seed
+from massgen_mcp.coordination.turns import (
+    coordination_turn,
+    shuffle_seed,
+    wait_for_first_answers,
+)
 from massgen_mcp.coordination.workflow import Decision
 from massgen_mcp.errors import BackendError, TransientBackendError
 from massgen_mcp.urls import is_loopback_url
@@ -187,28 +192,12 @@ class Orchestrator:
         return build_result(
             self.agents, run_id=self.run_id, status=status, task=self.task,
             final=self._final, winner=self._winner, restarts=self._restarts,
-            error=self._error_text(status),
+            error=status_error(status, self.agents, self.cfg.orchestrator_timeout_seconds,
+                               has_answer=self._final is not None, detail=self._stop_detail),
             elapsed=round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
             started_at=self.started_at, team=self.team.name, log_dir=self.log_dir,
             presented=self._presented, shuffle_seed=self.seed,
             early_stop_cancelled_turns=self._early_stopped)
-
-    def _error_text(self, status: RunStatus) -> str | None:
-        dropped = "; ".join(f"{a.spec.id}: {a.error}" for a in self.agents if not a.live)
-        if status == "failed":
-            best = " (the best answer so far is returned)" if self._final else ""
-            return f"every agent failed{best}: {dropped}"
-        if status == "degraded":
-            return f"the live agents agreed, but some agents were dropped: {dropped}"
-        if status == "no_consensus":
-            return self._stop_detail
-        if status == "timeout":
-            return (f"the run hit its {self.cfg.orchestrator_timeout_seconds:g}s time limit; "
-                    "this is the best answer so far")
-        if status == "budget_exceeded":
-            return (f"{self._stop_detail or 'the run used up its budget'}; "
-                    "this is the best answer so far")
-        return None
 
     # ------------------------------------------------------------------ the loop
 
@@ -218,7 +207,7 @@ class Orchestrator:
                 assert self._changed is not None
                 await self._changed.wait()
                 continue
-            if await self._wait_for_first_answers(a):
+            if await wait_for_first_answers(a, self.agents, self.cfg, self._changed_event):
                 continue
             a.restart_pending = False
             a.turn_sources = []
@@ -261,23 +250,6 @@ class Orchestrator:
                            reason="a newer answer arrived while this agent was voting")
             else:
                 self._on_vote(a, outcome)
-
-    async def _wait_for_first_answers(self, a: AgentState) -> bool:
-        """Hold an agent that has answered while a live peer is on its first answer (see the
-        module docstring). True when it waited (the caller looks at the state again)."""
-        wait = self.cfg.first_answer_wait_seconds
-        if not wait or not a.answers or not any(
-                b.live and not b.answers for b in self.agents if b is not a):
-            return False
-        now = anyio.current_time()
-        if a.wait_until is None:
-            a.wait_until = now + wait
-        if now >= a.wait_until:
-            return False
-        assert self._changed is not None
-        with anyio.move_on_after(a.wait_until - now):
-            await self._changed.wait()
-        return True
 
     def _on_answer(self, a: AgentState, answer: ParsedAnswer) -> None:
         a.answers.append(answer)

@@ -18,13 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from massgen_mcp.coordination.agreement import (
-    DISSENT_TEXT_CHARS,
-    Agreement,
-    Dissent,
-    DissentVote,
-    agreement_of,
-)
+from massgen_mcp.coordination.agreement import Agreement, Dissent, agreement_of, dissent_of
 
 if TYPE_CHECKING:
     from massgen_mcp.coordination.agent import AgentState as Agent
@@ -288,21 +282,22 @@ def agent_status(a: Agent) -> AgentState:
     return "answered" if a.answers else "waiting"
 
 
-def dissent_of(agents: list[Agent], winner: str | None) -> list[Dissent]:
-    """Every answer but the winner's that got votes, with its voters (config order). An
-    answer nobody voted for is not dissent: even its author preferred another."""
-    by_anon = {a.anon: a for a in agents}
-    out = []
-    for c in agents:
-        if not c.answers or c.spec.id == winner:
-            continue
-        voters = [DissentVote(voter=a.spec.id, reason=a.vote.reason) for a in agents
-                  if a.vote and a.vote.voted_for and by_anon[a.vote.voted_for] is c]
-        if voters:
-            out.append(Dissent(agent_id=c.spec.id, label=c.label or "", votes=len(voters),
-                               voters=voters,
-                               text=c.answers[-1].text[:DISSENT_TEXT_CHARS]))
-    return out
+def status_error(status: RunStatus, agents: list[Agent], time_limit: float, *,
+                 has_answer: bool, detail: str | None) -> str | None:
+    """The result's `error`: why the run failed or stopped early, naming dropped agents."""
+    dropped = "; ".join(f"{a.spec.id}: {a.error}" for a in agents if not a.live)
+    if status == "failed":
+        best = " (the best answer so far is returned)" if has_answer else ""
+        return f"every agent failed{best}: {dropped}"
+    if status == "degraded":
+        return f"the live agents agreed, but some agents were dropped: {dropped}"
+    if status == "no_consensus":
+        return detail
+    if status == "timeout":
+        return f"the run hit its {time_limit:g}s time limit; this is the best answer so far"
+    if status == "budget_exceeded":
+        return f"{detail or 'the run used up its budget'}; this is the best answer so far"
+    return None
 
 
 def build_result(

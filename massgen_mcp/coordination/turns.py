@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+import anyio
+
 from massgen_mcp.config.team import OrchestratorConfig
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
@@ -34,6 +36,26 @@ def answer_order(agents: list[AgentState], a: AgentState, seed: int | None) -> l
     if seed is not None:
         random.Random(f"{seed}:{a.anon}:{a.turns}").shuffle(shown)
     return shown
+
+
+async def wait_for_first_answers(a: AgentState, agents: list[AgentState],
+                                 cfg: OrchestratorConfig,
+                                 changed: Callable[[], anyio.Event]) -> bool:
+    """Hold an agent that has answered while a live peer is on its first answer (that turn
+    would be cancelled by the peer's answer anyway), up to `first_answer_wait_seconds`.
+    True when it waited (the caller looks at the state again)."""
+    wait = cfg.first_answer_wait_seconds
+    if not wait or not a.answers or not any(
+            b.live and not b.answers for b in agents if b is not a):
+        return False
+    now = anyio.current_time()
+    if a.wait_until is None:
+        a.wait_until = now + wait
+    if now >= a.wait_until:
+        return False
+    with anyio.move_on_after(a.wait_until - now):
+        await changed().wait()
+    return True
 
 
 def may_answer(cfg: OrchestratorConfig, a: AgentState, agents: list[AgentState]) -> bool:
