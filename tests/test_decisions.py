@@ -112,7 +112,8 @@ async def test_agents_voting_for_themselves_is_a_split_not_a_win(
                                 ("c", "gemini", "z")])
     result = await run_team(team, tmp_path)
     assert result.status == "completed"
-    assert result.agreement.kind == "split" and result.agreement.share == pytest.approx(1 / 3, abs=1e-3)
+    assert result.agreement.kind == "split"
+    assert result.agreement.share == pytest.approx(1 / 3, abs=1e-3)
     assert {d.agent_id: [v.voter for v in d.voters] for d in result.dissent} == {
         "b": ["b"], "c": ["c"]}
     assert all(d.votes == 1 and d.voters[0].reason for d in result.dissent)
