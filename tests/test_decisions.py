@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.types import TextContent
 from agents import answer_then_vote, presenting
 from helpers import kinds, make_team, run_team
 from mcp_harness import EXE, memory_client, server_env, write_team
@@ -309,7 +310,9 @@ async def test_stances_reach_each_agent_and_the_result(provider: ScriptedProvide
         assert data["agreement"]["kind"] == "unanimous"
         bad = await client.call_tool("run_consensus", {"task": "Which queue?",
                                                        "stances": ["for", "against", "x"]})
-        assert bad.is_error and "3 stances for a team of 2" in bad.content[0].text
+        text = bad.content[0]
+        assert bad.is_error and isinstance(text, TextContent)
+        assert "3 stances for a team of 2" in text.text
     assert all("argue FOR" in r.system for r in provider.requests_for("p") if not presenting(r))
     assert all("Your stance: check it for data loss" in r.system
                for r in provider.requests_for("q") if not presenting(r))
