@@ -13,9 +13,9 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.types import TextContent
 from agents import answer_then_vote, presenting
 from helpers import kinds, make_team, run_team
+from mcp.types import TextContent
 from mcp_harness import EXE, memory_client, server_env, write_team
 from scripted_provider import (
     Endless,
