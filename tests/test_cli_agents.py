@@ -59,7 +59,7 @@ async def test_mixed_team_with_claude_code_reaches_consensus(
     team = _team(provider, [
         {"id": "coder", "backend": claude_backend(provider, "cc")},
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
-        orchestrator_timeout_seconds=120)
+        early_stop=False, orchestrator_timeout_seconds=120)
     events: list[dict[str, Any]] = []
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
     result = await engine.run(team, "Which queue?", listener=events.append)
@@ -174,7 +174,7 @@ async def test_codex_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path)
     team = _team(provider, [
         {"id": "a-codex", "backend": codex_backend(provider, "cx")},
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
-        orchestrator_timeout_seconds=120)
+        early_stop=False, orchestrator_timeout_seconds=120)
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
     result = await engine.run(team, "Which queue?")
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
