@@ -24,7 +24,7 @@ from massgen_mcp.coordination.workflow import (
     new_answer_tool,
     vote_tool,
 )
-from massgen_mcp.messages import ToolCall
+from massgen_mcp.messages import Step, ToolCall
 
 Emit = Callable[..., None]
 
@@ -114,7 +114,8 @@ async def coordination_turn(
     # "no change": it stands by that answer.
     standing = Decision("vote", voted_for=a.anon, reason="no change: it stands by its answer "
                         "(a text reply without a tool call)") if a.answers else None
-    return await converse(a, messages, tools, check, hooks, standing=standing)
+    step = Step("coordinate", fmt.noun, a.label, tuple(targets), answer_ok)
+    return await converse(a, messages, tools, check, hooks, step, standing=standing)
 
 
 def shuffle_seed(cfg: OrchestratorConfig) -> int | None:
