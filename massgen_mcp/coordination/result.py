@@ -207,7 +207,8 @@ class RunResult(BaseModel):
             head = "(best answer so far; the team did not agree on it)\n" + head
         lines = [head, ""]
         if self.winner:
-            total = sum(self.tally.values())
+            # votes an early stop cut count in the total: "2/3", not "2/2"
+            total = sum(self.tally.values()) + self.totals.early_stop_cancelled_turns
             lines.append(f"— Winner: {self.winner.agent_id} ({self.winner.model}) with "
                          f"{self.winner.votes}/{total} votes ({self.agreement.kind}); status "
                          f"{self.status}; {self.elapsed_seconds:.1f}s; run {self.run_id}")
