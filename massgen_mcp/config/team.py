@@ -314,9 +314,14 @@ class AgentSpec:
 
     @property
     def endpoint(self) -> str:
-        """The endpoint this agent calls, as a user would name it."""
+        """The endpoint this agent calls, as a user would name it (no credentials or query:
+        it is shown in results)."""
         if self.base_url:
-            return self.base_url
+            from urllib.parse import urlsplit, urlunsplit
+
+            parts = urlsplit(self.base_url)
+            host = parts.netloc.rpartition("@")[2]
+            return urlunsplit((parts.scheme, host, parts.path, "", ""))
         if self.provider.wire in ("sampling", "function"):
             return self.provider.wire
         if self.provider.wire in ("claude_code", "codex", "gemini_cli"):
