@@ -13,14 +13,17 @@ from typing import Any
 
 import anyio
 import pytest
-from agents import answer_then_vote, presenting
+from agents import answer_then_vote, has_answered, presenting
 from helpers import kinds, make_team, run_team
 from mcp.types import TextContent
 from mcp_harness import EXE, memory_client, server_env, write_team
 from scripted_provider import (
     Endless,
+    Reply,
     ScriptedProvider,
+    ScriptRequest,
     Text,
+    answer,
     chatter_after_answer,
     votes_for_itself,
 )
@@ -191,6 +194,25 @@ async def test_a_member_that_never_stops_talking_is_cut_off(
     with anyio.fail_after(10):
         while not talked[0].disconnected.is_set():
             await anyio.sleep(0.01)
+
+
+async def test_a_member_stuck_on_its_vote_is_cut_off_once_the_others_voted(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    def answers_then_talks(req: ScriptRequest) -> Reply:
+        return Endless() if has_answered(req) else answer("Use RabbitMQ")
+
+    provider.script("fast1", answer_then_vote("Use Kafka", "agent1"))
+    provider.script("fast2", answer_then_vote("Use SQS", "agent1"))
+    provider.script("voter", answers_then_talks)
+    team = make_team(provider, [("a", "gemini", "fast1"), ("b", "anthropic", "fast2"),
+                                ("slow", "openai", "voter")], early_stop=False,
+                     straggler_grace_seconds=0.5, straggler_grace_factor=0)
+    with anyio.fail_after(60):  # a hang guard: the run limit is 1800 s
+        result = await run_team(team, tmp_path)
+    assert result.status == "degraded"
+    assert "slow: cut off: still on its turn" in (result.error or "")
+    assert agent(result, "slow").answers == 1  # its answer stays a candidate
+    assert {v.voter for v in result.votes} == {"a", "b"}
 
 
 async def test_every_call_has_a_deadline_and_an_output_cap(
