@@ -307,6 +307,9 @@ class AgentSpec:
     key_source: str | None = None
     #: The stance the agent is asked to take (for / against / neutral / an instruction).
     stance: str | None = None
+    # Why this agent cannot run (an unset ${VAR} it needs): its backend fails with this, the
+    # others run, and the run says `degraded` and why (as MassGen fails only that agent).
+    unavailable: str | None = None
 
     @property
     def label(self) -> str:
