@@ -414,9 +414,6 @@ def _chatty_after_answering(req: ScriptRequest) -> Reply:
     return Text("Submitted.")  # also after the reminder
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "needs issue 21's fix in the shared workflow (a text reply never replaces an answer an "
-    "agent already gave), not on main when this test was written"))
 async def test_a_resumed_members_closing_chatter_never_becomes_its_answer(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     def the_cli(req: ScriptRequest) -> str:  # the API agents vote for the CLI's answer
