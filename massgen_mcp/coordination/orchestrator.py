@@ -109,7 +109,7 @@ class Orchestrator:
                              stop=lambda detail: self.cancel("budget_exceeded", detail),
                              emit=self._emit)
         self.stragglers = Stragglers(self.cfg, self.agents, self._cut_off)
-        self.seed = shuffle_seed(self.cfg)
+        self.seed = shuffle_seed(self.cfg, task, [a.spec.id for a in self.agents])
         self._changed: anyio.Event | None = None
         self._presented = False
         self._no_consensus = False

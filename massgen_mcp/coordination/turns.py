@@ -7,6 +7,7 @@ is off, each voter sees the current answers in its own seeded random order, new 
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable
 
@@ -118,9 +119,13 @@ async def coordination_turn(
     return await converse(a, messages, tools, check, hooks, step, standing=standing)
 
 
-def shuffle_seed(cfg: OrchestratorConfig) -> int | None:
-    """The run's answer-order seed: the configured one, else a fresh one (None: no shuffle)."""
+def shuffle_seed(cfg: OrchestratorConfig, task: str, agent_ids: list[str]) -> int | None:
+    """The run's answer-order seed (None: no shuffle): the configured one, else one derived
+    from the task and the team, so the same run shows the same orders (a recorded run
+    replays request for request) while each voter and round still gets its own."""
     if not cfg.shuffle_answers:
         return None
-    return cfg.shuffle_seed if cfg.shuffle_seed is not None else random.randrange(2**31)
-
+    if cfg.shuffle_seed is not None:
+        return cfg.shuffle_seed
+    digest = hashlib.sha256("\0".join([task, *agent_ids]).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
