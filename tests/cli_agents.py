@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from scripted_provider import (
     TEST_KEY,
     Call,
@@ -21,17 +20,16 @@ from scripted_provider import (
     Text,
     ToolCalls,
 )
+from tiers import require_node_bin
 
 BIN = Path(__file__).parent / "js" / "node_modules" / ".bin"
 ACK_REPLY = "Done."
 
 
 def cli_path(name: str) -> str:
-    """The pinned CLI (bash .ci/npm-setup.sh installs it); the test is skipped without it."""
-    path = BIN / name
-    if not path.exists():
-        pytest.skip(f"{name} is not installed: run bash .ci/npm-setup.sh")
-    return str(path)
+    """The pinned CLI (the npm tier, bash .ci/npm-setup.sh): skips locally without it, fails
+    under CI."""
+    return str(require_node_bin(name))
 
 
 def cli_env(**extra: str) -> dict[str, str]:

@@ -392,7 +392,7 @@ def _parse_anthropic(
             if b.get("type") == "tool_result":
                 messages.append({"role": "tool", "content": _text_of(b.get("content")),
                                  "tool_call_id": b.get("tool_use_id"),
-                                 "name": names.get(b.get("tool_use_id")),
+                                 "name": names.get(b.get("tool_use_id")),  # type: ignore[arg-type]
                                  "is_error": bool(b.get("is_error"))})
         text = _text_of([b for b in blocks if b.get("type") == "text"])
         if text or not any(b.get("type") == "tool_result" for b in blocks):

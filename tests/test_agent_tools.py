@@ -176,18 +176,17 @@ async def test_calls_results_errors_and_timeouts(tmp_path: Path, no_orphans: Non
         assert not err and text.endswith(
             f"[truncated: showing {MAX_RESULT_CHARS} of {MAX_RESULT_CHARS + 5} characters]")
 
-        started = time.monotonic()
-        text, err = await box.call(call("mcp__t__hang"))
+        with anyio.fail_after(60):  # an outer bound: the 1 s call timeout ends it
+            text, err = await box.call(call("mcp__t__hang"))
         assert err and "timed out after 1s" in text
-        assert time.monotonic() - started < 4
         assert await box.call(call("mcp__t__echo", text="alive")) == ("alive", False)
 
-        # Calls from one model reply run concurrently on the same session.
-        started = time.monotonic()
-        results = await asyncio.gather(*(box.call(call("mcp__t__slow", seconds=0.6))
+        # Calls from one model reply run concurrently on the same session: three calls
+        # that each wait for the other two all return (one at a time, the first would wait
+        # alone until the call timeout).
+        results = await asyncio.gather(*(box.call(call("mcp__t__meet", n=3))
                                          for _ in range(3)))
-        assert results == [("slept 0.6", False)] * 3
-        assert time.monotonic() - started < 1.5
+        assert results == [("met 3", False)] * 3
         assert box.notes == []
 
 
@@ -209,7 +208,7 @@ async def test_real_pypi_time_server(tmp_path: Path, no_orphans: None) -> None:
 
 async def test_filters_accept_raw_and_prefixed_names(tmp_path: Path) -> None:
     # The team file's shape: servers keyed by name, filters at server and backend level.
-    backend = BackendConfig(type="openai", model="m", exclude_tools=["add"], mcp_servers={
+    backend = BackendConfig(type="openai", model="m", exclude_tools=["add"], mcp_servers={  # type: ignore[arg-type]
         "t": {"command": sys.executable, "args": [SERVER],
               "allowed_tools": ["echo", "mcp__t__add", "counter", "point", "missing"],
               "exclude_tools": ["mcp__t__counter"]}})
@@ -220,7 +219,7 @@ async def test_filters_accept_raw_and_prefixed_names(tmp_path: Path) -> None:
         assert [t.name for t in box.tools] == ["mcp__t__echo", "mcp__t__point"]
         text, err = await box.call(call("mcp__t__add", a=1, b=1))
         assert err and text.startswith("unknown tool")
-        assert any("10 of 12 tools hidden" in n for n in box.notes)
+        assert any("11 of 13 tools hidden" in n for n in box.notes)
         assert any("'missing' matches no tool" in n for n in box.notes)
         assert [t.name for t in boxes["b"].tools] == ["mcp__t__add"]
         assert await boxes["b"].call(call("mcp__t__add", a=1, b=1)) == ("2", False)
@@ -314,18 +313,14 @@ async def test_startup_hang_is_dropped_within_the_timeout(tmp_path: Path,
     then killed (stdin closed, SIGTERM, SIGKILL: the SDK's bounded escalation)."""
     events = Events()
     before = children()
-    started = time.monotonic()
     hung = srv("hung", "--startup", "hang", "--ignore-sigterm")
-    async with open_toolboxes({"a": [hung]}, run_dir=tmp_path, startup_timeout=2.0,
-                              call_timeout=5, on_event=events) as boxes:
-        elapsed = time.monotonic() - started
-        assert 2.0 <= elapsed < 4.0
-        assert boxes["a"].tools == []
-        assert "did not start within 2s" in events.of("tool_server_failed")[0]["reason"]
-        (pgid,) = children() - before
-        closing = time.monotonic()
+    with anyio.fail_after(60):  # an outer bound: the 2 s start-up deadline ends the wait
+        async with open_toolboxes({"a": [hung]}, run_dir=tmp_path, startup_timeout=2.0,
+                                  call_timeout=5, on_event=events) as boxes:
+            assert boxes["a"].tools == []
+            assert "did not start within 2s" in events.of("tool_server_failed")[0]["reason"]
+            (pgid,) = children() - before
     assert group_members(pgid) == set()
-    assert time.monotonic() - closing < 7.0
 
 
 # ---------------------------------------------------------------------------- no orphans
@@ -350,7 +345,12 @@ async def _open_and_report(tmp_path: Path, pgids: list[int], *, hang: bool) -> N
 async def test_no_orphans_however_the_block_ends(tmp_path: Path, no_orphans: None,
                                                  how: str) -> None:
     pgids: list[int] = []
-    started = time.monotonic()
+    with anyio.fail_after(START):  # an outer bound: every way out ends the servers
+        await _end_block(tmp_path, pgids, how)
+    assert pgids and all(group_members(g) == set() for g in pgids)
+
+
+async def _end_block(tmp_path: Path, pgids: list[int], how: str) -> None:
     if how == "normal":
         await _open_and_report(tmp_path, pgids, hang=False)
     elif how == "exception":
@@ -380,8 +380,6 @@ async def test_no_orphans_however_the_block_ends(tmp_path: Path, no_orphans: Non
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert pgids and all(group_members(g) == set() for g in pgids)
-    assert time.monotonic() - started < START
 
 
 async def _wait_for(predicate: Callable[[], bool], timeout: float = START) -> None:

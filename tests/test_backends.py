@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -83,7 +83,10 @@ async def make(provider: ScriptedProvider, tmp_path: Path) -> AsyncIterator[Make
         await b.aclose()
 
 
-async def _expect(exc: type[Exception], call: Awaitable[Any]) -> Exception:
+E = TypeVar("E", bound=Exception)
+
+
+async def _expect(exc: type[E], call: Awaitable[Any]) -> E:
     with pytest.raises(exc) as info:
         await call
     return info.value

@@ -13,7 +13,6 @@ declare.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,17 +20,10 @@ from typing import Any
 
 import pytest
 from mcp_harness import http_server, server_env
+from tiers import require_node_bin
 
-JS = Path(__file__).parent / "js"
-BIN = JS / "node_modules" / ".bin"
 SCENARIOS = ["server-initialize", "ping", "tools-list", "resources-list", "prompts-list",
              "server-sse-multiple-streams", "dns-rebinding-protection"]
-
-# CI installs the packages, so there a missing tree fails instead of skipping.
-pytestmark = pytest.mark.skipif(
-    not (JS / "node_modules").is_dir() and not os.environ.get("CI"),
-    reason="tests/js/node_modules is absent: run `bash .ci/npm-setup.sh` (npm ci in tests/js) "
-           "to run the MCP conformance suite")
 
 
 class SuiteRun:
@@ -49,10 +41,11 @@ class SuiteRun:
 @pytest.fixture(scope="module")
 def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteRun]:
     """Start one server and run the suite's active scenarios against it, once."""
+    node, conformance = require_node_bin("node"), require_node_bin("conformance")
     work = tmp_path_factory.mktemp("conformance")
     out_dir = work / "results"
     with http_server(work) as server:
-        cmd = [str(BIN / "node"), str(BIN / "conformance"), "server", "--url", server.url,
+        cmd = [str(node), str(conformance), "server", "--url", server.url,
                "--suite", "active", "--output-dir", str(out_dir)]
         # Its exit code counts the scenarios that cannot apply here, so it is not used.
         proc = subprocess.run(cmd, cwd=work, env=server_env(), stdin=subprocess.DEVNULL,

@@ -17,6 +17,7 @@ from agents import has_answered
 from mcp_harness import http_server, memory_client, write_team
 from scripted_provider import Error, Hang, answer
 from test_ship import CLI, clean_env
+from tiers import require_node_bin
 
 from massgen_mcp.cli.setup import run_setup
 from massgen_mcp.config.choose import CLI as CLI_WORDS
@@ -36,7 +37,7 @@ async def test_a_failed_run_is_a_tool_error_with_its_result_attached(provider, t
     assert r.is_error
     assert r.structured_content is not None and r.structured_content["status"] == "failed"
     assert "every agent failed" in r.structured_content["error"]
-    assert r.content[0].text.startswith("No answer (status failed")
+    assert r.content[0].text.startswith("No answer (status failed")  # type: ignore[union-attr]
 
 
 async def test_a_timeout_with_a_best_answer_is_not_an_error_and_one_without_is(provider,
@@ -64,7 +65,7 @@ async def test_a_timeout_with_a_best_answer_is_not_an_error_and_one_without_is(p
     error = r.structured_content["error"]
     assert error.startswith("no answer: the run reached its time limit after 2 s before any "
                             "agent answered") and "best answer" not in error
-    assert "best answer" not in r.content[0].text and "(no answer)" not in r.content[0].text
+    assert "best answer" not in r.content[0].text and "(no answer)" not in r.content[0].text  # type: ignore[union-attr]
 
 
 async def test_tool_descriptions_reach_clients_without_source_indentation(tmp_path):
@@ -183,6 +184,77 @@ def test_doctor_flags_a_bare_name_that_only_this_shells_venv_provides(tmp_path):
     (reg,) = report["registrations"]
     assert code == 1 and not reg["starts"] and reg["tools"] >= 10
     assert "(a virtual environment) is on this shell's PATH" in reg["problem"]
+
+
+def client_doctor(project: Path, home: Path) -> tuple[int, dict]:
+    """`doctor --json` as a user with the three client CLIs on PATH and no provider key."""
+    path = f"{require_node_bin('claude').parent}:/usr/bin:/bin"
+    for name in ("codex", "gemini"):
+        require_node_bin(name)
+    env = clean_env(home, PATH=path, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                    DISABLE_AUTOUPDATER="1")
+    done = subprocess.run([*CLI, "doctor", "--json", "--dir", str(project)],
+                          capture_output=True, text=True, timeout=400, cwd=project, env=env)
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.mark.skipif(not VENV_EXE.is_file(), reason="massgen-mcp not installed")
+def test_doctor_reports_what_each_client_says_not_just_that_it_starts(tmp_path):
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    run_setup(project, clients=["claude", "codex", "gemini"], hooks=False, instructions=None)
+
+    # Right after `setup`: every entry starts, no client uses it yet, and none of that (nor
+    # the missing key) is a failure.
+    code, report = client_doctor(project, home)
+    assert code == 0, report
+    assert all(r["starts"] for r in report["registrations"])
+    clients = report["clients"]
+    assert clients["claude"]["state"] == "registered, waiting for your approval"
+    assert "Pending approval" in clients["claude"]["detail"]
+    assert clients["codex"]["state"] == "project file not trusted"
+    assert f'[projects."{project}"]' in clients["codex"]["fix"]
+    assert clients["gemini"]["state"] == "project file not trusted"
+    assert not any(c["ok"] for c in clients.values())
+    assert any(w.startswith("no team can run yet") for w in report["warnings"])
+    assert "claude: registered, waiting for your approval" in report["warnings"]
+
+    # The user answers each client's prompts (what those answers record).
+    state = home / ".claude.json"
+    state.write_text(json.dumps({"projects": {str(project): {"hasTrustDialogAccepted": True}}}))
+    (project / ".claude").mkdir()
+    local = project / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"enabledMcpjsonServers": ["massgen"]}))
+    (home / ".codex").mkdir(exist_ok=True)
+    (home / ".codex" / "config.toml").write_text(
+        f'[projects."{project}"]\ntrust_level = "trusted"\n')
+    (home / ".gemini").mkdir(exist_ok=True)
+    (home / ".gemini" / "trustedFolders.json").write_text(
+        json.dumps({str(project): "TRUST_FOLDER"}))
+    code, report = client_doctor(project, home)
+    assert code == 0, report
+    states = {c: v["state"] for c, v in report["clients"].items()}
+    assert states == {"claude": "connected", "codex": "enabled", "gemini": "connected"}
+
+    # Rejected in Claude Code, disabled in Codex: still not ok, still not a failure.
+    local.write_text(json.dumps({"disabledMcpjsonServers": ["massgen"]}))
+    codex = project / ".codex" / "config.toml"
+    codex.write_text(codex.read_text().replace("args = []", "args = []\nenabled = false"))
+    code, report = client_doctor(project, home)
+    assert code == 0, report
+    assert report["clients"]["claude"]["state"] == "rejected"
+    assert "disabledMcpjsonServers" in report["clients"]["claude"]["fix"]
+    assert report["clients"]["codex"]["state"] == "disabled"
+
+    # A command the client cannot start is a failure, by the client's word too.
+    gemini = project / ".gemini" / "settings.json"
+    data = json.loads(gemini.read_text())
+    data["mcpServers"]["massgen"]["command"] = str(tmp_path / "gone" / "massgen-mcp")
+    gemini.write_text(json.dumps(data))
+    code, report = client_doctor(project, home)
+    assert code == 1
+    assert report["clients"]["gemini"]["fails"], report["clients"]["gemini"]
 
 
 def test_no_stray_test_output_is_committed() -> None:

@@ -42,7 +42,7 @@ async def test_streamable_http_consensus_with_progress(team_path: Path, tmp_path
             async def on_progress(value: float, total: float | None, msg: str | None) -> None:
                 progress.append(msg or "")
 
-            r = await c.call_tool("run_consensus", {"task": "q"}, progress_callback=on_progress)
+            r = await c.call_tool("run_consensus", {"task": "q"}, progress_callback=on_progress)  # type: ignore[arg-type]
             assert not r.is_error, r.content
             assert r.structured_content["final_answer"] == "FINAL http"
             assert any("answered" in m for m in progress)
@@ -69,7 +69,7 @@ async def test_sse_transport(team_path: Path, tmp_path: Path) -> None:
             async def on_progress(value: float, total: float | None, msg: str | None) -> None:
                 progress.append(msg or "")
 
-            r = await c.call_tool("run_consensus", {"task": "q"}, progress_callback=on_progress)
+            r = await c.call_tool("run_consensus", {"task": "q"}, progress_callback=on_progress)  # type: ignore[arg-type]
             assert r.structured_content["status"] == "completed"
             assert progress and progress[-1] == "finished: completed"
 

@@ -3,7 +3,9 @@ in a fresh venv, then the registration `setup` wrote started by clients whose PA
 that venv (a plain MCP client, and the real Claude Code CLI's `claude mcp list`), and the
 `/massgen` skill installed by the `skills` installer from npm.
 
-Slow (a real `pip install`, ~1-3 min): it is the one test of the first ten minutes.
+Slow (a real `pip install`, ~1 min): it is the one test of the first ten minutes. The
+install reaches no package index: pip gets `--no-index` and a wheelhouse packed from this
+test environment (`tests/wheelhouse.py`), and the build backend from the test extras.
 """
 
 from __future__ import annotations
@@ -24,14 +26,13 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_harness import write_team
 from test_ship import closed_port
+from tiers import require_node_bin
+from wheelhouse import build_wheelhouse, offline_pip_env
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 BIN = ROOT / "tests" / "js" / "node_modules" / ".bin"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-needs_node = pytest.mark.skipif(
-    not BIN.is_dir() and not os.environ.get("CI"),
-    reason="tests/js/node_modules is absent: run `bash .ci/npm-setup.sh`")
 
 
 def readme_setup_commands() -> list[str]:
@@ -79,6 +80,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                    check=True, timeout=120)
     install, _ = readme_setup_commands()
     env = without_venv()
+    env.update(offline_pip_env(build_wheelhouse(tmp_path_factory.mktemp("wheelhouse"))))
     env["OPENAI_API_KEY"] = "k-readme-install-1234"  # doctor then has a team to report
     env["OLLAMA_BASE_URL"] = f"http://127.0.0.1:{closed_port()}/v1"
     done = subprocess.run(["bash", "-c", install], cwd=checkout, env=env,
@@ -86,6 +88,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "starts, 10 tools" in done.stdout, done.stdout  # doctor started the registration
     assert 'try: massgen-mcp run "' in done.stdout
+    # What it wrote (.venv, .mcp.json with this machine's path) leaves the clone clean.
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=checkout, capture_output=True, text=True, check=True).stdout
+    assert status == "", status
     return checkout
 
 
@@ -124,7 +130,7 @@ def test_the_installed_run_command_answers_on_a_team_this_machine_can_run(
 def claude_mcp_list(project: Path, home: Path) -> str:
     env = client_env(home, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
                      ANTHROPIC_API_KEY="k-not-used-1234", MCP_TIMEOUT="60000")
-    done = subprocess.run([str(BIN / "claude"), "mcp", "list"], cwd=project, env=env,
+    done = subprocess.run([str(require_node_bin("claude")), "mcp", "list"], cwd=project, env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
@@ -142,7 +148,6 @@ def approve_project(project: Path, home: Path) -> None:
     local.write_text(json.dumps({"enabledMcpjsonServers": ["massgen"]}))
 
 
-@needs_node
 def test_claude_code_health_check_on_the_readme_registration(installed: Path,
                                                              tmp_path: Path) -> None:
     project = tmp_path / "project"
@@ -164,7 +169,6 @@ def test_claude_code_health_check_on_the_readme_registration(installed: Path,
     assert re.search(r"^massgen: massgen-mcp .*✘ Failed to connect", listed, re.M), listed
 
 
-@needs_node
 def test_the_skills_installer_installs_the_massgen_skill(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
@@ -172,7 +176,7 @@ def test_the_skills_installer_installs_the_massgen_skill(tmp_path: Path) -> None
     home.mkdir()
     env = client_env(home, DISABLE_TELEMETRY="1", DO_NOT_TRACK="1")
     env["PATH"] = f"{BIN}{os.pathsep}{SYSTEM_PATH}"
-    done = subprocess.run([str(BIN / "skills"), "add", str(ROOT / "skills" / "massgen"),
+    done = subprocess.run([str(require_node_bin("skills")), "add", str(ROOT / "skills" / "massgen"),
                            "-a", "claude-code", "-a", "codex", "-y", "--copy"], cwd=project,
                           env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=180)

@@ -33,7 +33,7 @@ def _file(tmp_path: Path, body: str, name: str = "team.yaml") -> Path:
     return path
 
 
-def _load(tmp_path: Path, body: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+def _load(tmp_path: Path, body: str, env: dict[str, str] | None = None):
     return load_team_file(_file(tmp_path, body), Environment(
         KEYS if env is None else env, dotenv_dir=tmp_path))
 

@@ -64,7 +64,7 @@ async def test_a_team_that_never_votes_ends_within_its_call_cap(provider, tmp_pa
     assert result.totals.provider_calls <= 3 * len(WIRES) + 1
     for e in events:
         if e["kind"] == "answer":
-            done, live = map(int, ANSWERED.search(e["message"]).groups())
+            done, live = map(int, ANSWERED.search(e["message"]).groups())  # type: ignore[union-attr]
             assert done <= live == 3
 
 
@@ -78,7 +78,7 @@ async def test_models_that_answer_anew_forever_are_bounded(provider, tmp_path: P
     # a call cancelled before its request left is counted too: counting errs on the high side
     assert len(provider.requests) <= result.totals.provider_calls <= cap
     # answers stop at the default limit; agents that then never vote are dropped
-    assert all(a.answers <= team.orchestrator.max_new_answers_per_agent for a in result.agents)
+    assert all(a.answers <= team.orchestrator.max_new_answers_per_agent for a in result.agents)  # type: ignore[operator]
     assert result.status == "failed"
     assert result.final_answer and result.best_so_far  # labelled: not agreed on
     assert "every agent failed" in (result.error or "")
@@ -359,17 +359,17 @@ def _priced_team(provider, model: str, **orchestrator) -> object:
 
 async def test_cost_is_estimated_from_the_price_table(provider, tmp_path: Path) -> None:
     provider.script("gpt-5-mini", answer_then_vote("priced"))
-    result = await run_team(_priced_team(provider, "gpt-5-mini"), tmp_path)
+    result = await run_team(_priced_team(provider, "gpt-5-mini"), tmp_path)  # type: ignore[arg-type]
     price = price_for("openai", "gpt-5-mini")
     assert price is not None
     u = result.agents[0].usage
     assert u.cost_usd == pytest.approx(price.cost(u.input_tokens, u.output_tokens), abs=1e-6)
-    assert result.totals.cost_usd == u.cost_usd and u.cost_usd > 0
+    assert result.totals.cost_usd == u.cost_usd and u.cost_usd > 0  # type: ignore[operator]
 
 
 async def test_unknown_model_cost_is_unknown_not_guessed(provider, tmp_path: Path) -> None:
     provider.script("gpt-unheard-of", answer_then_vote("priced"))
-    result = await run_team(_priced_team(provider, "gpt-unheard-of"), tmp_path)
+    result = await run_team(_priced_team(provider, "gpt-unheard-of"), tmp_path)  # type: ignore[arg-type]
     assert result.status == "completed"
     assert result.agents[0].usage.cost_usd is None and result.totals.cost_usd is None
 
@@ -377,7 +377,7 @@ async def test_unknown_model_cost_is_unknown_not_guessed(provider, tmp_path: Pat
 async def test_max_cost_usd_stops_the_run(provider, tmp_path: Path) -> None:
     provider.script("gpt-5", lambda req: answer("x" * 40_000) if not has_answered(req)
                     else Hang())
-    result = await run_team(_priced_team(provider, "gpt-5", max_cost_usd=0.001), tmp_path)
+    result = await run_team(_priced_team(provider, "gpt-5", max_cost_usd=0.001), tmp_path)  # type: ignore[arg-type]
     assert result.status == "budget_exceeded" and result.best_so_far
     assert "max_cost_usd" in (result.error or "")
     assert result.final_answer and result.final_answer.startswith("xxx")

@@ -16,17 +16,20 @@ from typing import Any
 import pytest
 from agents import answer_then_vote
 from mcp_harness import EXE, server_env, write_team
+from tiers import require_node_bin
 
 JS = Path(__file__).parent / "js"
 BIN = JS / "node_modules" / ".bin"
 TOOLS = {"run_consensus", "get_run", "list_runs", "cancel_run", "list_backends", "plan",
          "checkpoint_init", "checkpoint"}
 
-# CI installs the packages, so there a missing tree fails instead of skipping.
-pytestmark = pytest.mark.skipif(
-    not (JS / "node_modules").is_dir() and not os.environ.get("CI"),
-    reason="tests/js/node_modules is absent: run `bash .ci/npm-setup.sh` (npm ci in tests/js) "
-           "to test through the Node MCP clients")
+
+
+@pytest.fixture(autouse=True)
+def _npm_tier() -> None:
+    """The npm tier (skips locally without it, fails under CI)."""
+    for name in ("node", "mcp-inspector"):
+        require_node_bin(name)
 
 
 def node_env() -> dict[str, str]:

@@ -27,6 +27,7 @@ import anyio
 import httpx
 import pytest
 from helpers import run_team
+from tiers import require
 
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
@@ -48,9 +49,7 @@ TASK = "What is the capital of France? Answer in one word."
 
 
 def _unavailable(why: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"real-model tier: {why} (CI installs it with .ci/real-model-setup.sh)")
-    pytest.skip(f"real-model tier not installed: {why}; run .ci/real-model-setup.sh")
+    require("real-model", False, why)
 
 
 def _free_port() -> int:
@@ -138,7 +137,6 @@ def _assert_truthful(result: RunResult, team: Team) -> None:
         assert result.final_answer is None or result.best_so_far
     else:
         assert result.best_so_far == (result.final_answer is not None)
-    assert result.elapsed_seconds <= cfg.orchestrator_timeout_seconds + 5
     _assert_faithful(result)
 
 

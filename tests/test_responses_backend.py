@@ -21,7 +21,7 @@ from massgen_mcp.messages import ToolSpec, user
 VOTE = ToolSpec("vote", "vote", {"type": "object", "properties": {"agent_id": {"type": "string"}}})
 
 
-def _spec(provider: ScriptedProvider, model: str, **fields: object):  # type: ignore[no-untyped-def]
+def _spec(provider: ScriptedProvider, model: str, **fields: object):
     data = {"agents": [{"id": "a", "backend": provider.backend("responses", model,
                                                                 max_retries=0, **fields)}]}
     return team_from_data(data, "t.yaml", Environment({})).agents[0]
@@ -57,7 +57,7 @@ async def test_type_openai_is_the_responses_backend(provider: ScriptedProvider) 
 
 async def test_full_consensus_keeps_reasoning_across_the_tool_loop(
         provider: ScriptedProvider, tmp_path: Path) -> None:
-    provider.script("gpt-5-a", thinks_first("Use Kafka"))
+    provider.script("gpt-5-a", thinks_first("Use Kafka"))  # type: ignore[arg-type]
     provider.script("gpt-5-b", answer_then_vote("Use SQS", "agent1"))
     team = make_team(provider, [("a", "responses", "gpt-5-a"), ("b", "responses", "gpt-5-b")])
     result = await run_team(team, tmp_path)

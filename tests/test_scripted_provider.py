@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import httpx
 import pytest
@@ -48,11 +47,10 @@ def test_stop_does_not_wait_for_hanging_or_delayed_replies() -> None:
         t.start()
     p.wait_for_sync("hang")
     p.wait_for_sync("slow")
-    start = time.monotonic()
     p.__exit__(None, None, None)
-    for t in threads:
-        t.join(5)
-    assert time.monotonic() - start < 2
+    for t in threads:  # an outer bound: stopping ends both requests (one would take 30 s)
+        t.join(20)
+        assert not t.is_alive()
     assert len(results) == 2 and 200 not in results
 
 
@@ -123,17 +121,6 @@ def test_openai_streaming(provider) -> None:
     events = [line.removeprefix("data: ") for line in r.text.splitlines() if line]
     assert events[-1] == "[DONE]"
     assert '"finish_reason": "tool_calls"' in r.text and '"usage"' in events[-2]
-
-
-def test_latency_is_added(provider) -> None:
-    provider.script("laggy", Text("ok"))
-    provider.latency = 0.2
-    try:
-        start = time.monotonic()
-        assert _chat(provider, "laggy").status_code == 200
-        assert time.monotonic() - start >= 0.2
-    finally:
-        provider.latency = 0.0
 
 
 async def test_wait_for_times_out(provider) -> None:

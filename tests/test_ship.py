@@ -400,14 +400,17 @@ def doctor(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProces
                           cwd=tmp_path, env=clean_env(tmp_path, **env))
 
 
-def test_doctor_without_keys_exits_1_and_says_what_to_set(tmp_path: Path) -> None:
+def test_doctor_without_keys_exits_0_with_a_warning_and_says_what_to_set(tmp_path: Path) -> None:
+    """No key yet is a normal state (sampling, local servers, keys later), not a broken
+    install: the README's first command must not fail on it."""
     done = doctor(tmp_path)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
+    assert "warning: no team can run yet: no models are configured" in out
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"):
         assert f"set {var}" in out
     assert "Default team: none" in out
-    assert "set a provider key" in out and "massgen-mcp setup" in out
+    assert "- no team can run yet: set a provider key" in out and "massgen-mcp setup" in out
     for name in ("frontier", "local", "checkpoint"):
         assert name in out.split("Bundled teams:", 1)[1].splitlines()[0]
 

@@ -53,6 +53,22 @@ def build(name: str) -> Any:
         await anyio.sleep(seconds)
         return f"slept {seconds}"
 
+    meeting: dict[str, Any] = {"arrived": 0}
+
+    @server.tool()
+    async def meet(n: int) -> str:
+        """Wait (up to 30 s) until `n` calls of meet are in progress at once: proves calls
+        run concurrently without timing them."""
+        if "event" not in meeting:
+            meeting["event"] = anyio.Event()
+        meeting["arrived"] += 1
+        if meeting["arrived"] >= n:
+            meeting["event"].set()
+        with anyio.move_on_after(30):
+            await meeting["event"].wait()
+            return f"met {n}"
+        return f"alone: {meeting['arrived']} of {n} arrived"
+
     @server.tool()
     def crash() -> str:
         """Kill this server process at once."""

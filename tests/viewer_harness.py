@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from mcp_harness import EXE, server_env
+from tiers import require
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -25,8 +26,7 @@ WAIT_MS = 20_000
 async def browser_fixture() -> AsyncIterator[Any]:
     """Chromium with a fresh profile (Playwright gives every launch a new --user-data-dir);
     the machine has no internet, and these flags keep Chromium from trying."""
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (bash .ci/viewer-setup.sh)")
+    require("chromium", os.access(CHROMIUM, os.X_OK), f"{CHROMIUM} is missing")
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
@@ -55,7 +55,7 @@ def viewer(state: Path, *args: str) -> Iterator[str]:
 
     threading.Thread(target=read, daemon=True).start()
     try:
-        seen = []
+        seen: list[str] = []
         while True:
             line = lines.get(timeout=30)
             if line is None:

@@ -1,56 +1,122 @@
 """`massgen-mcp doctor`: what can run here (providers, local servers), where massgen-mcp is
-registered, and whether each registered command really starts and answers `tools/list`."""
+registered, whether each registered command really starts and answers `tools/list`, and what
+each client itself says about it (approved, trusted, enabled).
+
+Exit 1 only for a registration that does not start (doctor's own start, or the client's).
+Everything else is a state to finish setting up, printed with its next step: no provider key
+yet (sampling, local servers and keys later are normal), a server waiting for the user's
+approval, an untrusted project, a disabled entry.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
-from massgen_mcp.backends.availability import backends_report
+from massgen_mcp.backends.availability import BackendsReport, backends_report
 from massgen_mcp.backends.cli.availability import no_key_hint, print_coding_agents
 from massgen_mcp.config.env import Environment
+
+if TYPE_CHECKING:
+    from massgen_mcp.cli.clients import ClientView
+    from massgen_mcp.cli.probe import Probe
+    from massgen_mcp.cli.registrations import Registration
+
+NO_TEAM = "no team can run yet"
+
+
+@dataclass
+class Findings:
+    report: BackendsReport
+    regs: list[Registration]
+    probes: list[Probe]
+    views: dict[str, ClientView | None]  # per registered client; None: the client can't tell
+    hook: str | None
+
+    @property
+    def can_run(self) -> bool:
+        return self.report.default_team_error is None
+
+    @property
+    def failing(self) -> bool:
+        """A registration that does not start, by doctor's own start or by the client's."""
+        return (not all(p.ok for p in self.probes)
+                or any(v is not None and v.fails for v in self.views.values()))
+
+    @property
+    def waiting(self) -> list[ClientView]:
+        """Clients that will not use their entry yet (approval, trust, disabled)."""
+        return [v for v in self.views.values() if v is not None and not v.ok and not v.fails]
+
+
+async def _gather(project: Path, env: Environment, ask_clients: bool) -> Findings:
+    import anyio
+
+    from massgen_mcp.cli.clients import ask_client
+    from massgen_mcp.cli.probe import probe
+    from massgen_mcp.cli.registrations import find_registrations, hook_registered
+
+    regs = find_registrations(project)
+    probes: list[Any] = [None] * len(regs)
+    clients = sorted({r.client for r in regs if r.command})
+    views: dict[str, ClientView | None] = dict.fromkeys(clients)
+    found: dict[str, BackendsReport] = {}
+
+    async def one(i: int) -> None:
+        probes[i] = await probe(regs[i], project)
+
+    async def ask(client: str) -> None:
+        views[client] = await ask_client(client, [r for r in regs if r.client == client],
+                                         project)
+
+    async def report() -> None:
+        found["report"] = await backends_report(env, show_hint=True, ask_clis=True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(report)
+        for i in range(len(regs)):
+            tg.start_soon(one, i)
+        for client in clients if ask_clients else ():
+            tg.start_soon(ask, client)
+    return Findings(found["report"], regs, probes, views, hook_registered(project))
 
 
 def doctor_main(args: argparse.Namespace) -> int:
     import anyio
 
-    from massgen_mcp.cli.probe import probe
-    from massgen_mcp.cli.registrations import CLIENT_NAMES, find_registrations, hook_registered
-
     project = Path(args.dir).resolve()
     env = Environment(dotenv_dir=project)
-    regs = find_registrations(project)
-
-    async def check() -> tuple[Any, list[Any]]:
-        report = await backends_report(env, show_hint=True, ask_clis=True)
-        results: list[Any] = [None] * len(regs)
-
-        async def one(i: int) -> None:
-            results[i] = await probe(regs[i], project)
-
-        async with anyio.create_task_group() as tg:
-            for i in range(len(regs)):
-                tg.start_soon(one, i)
-        return report, results
-
-    report, probes = anyio.run(check)
-    can_run = report.default_team_error is None
-    started = all(p.ok for p in probes)
-    hook = hook_registered(project)
+    found = anyio.run(_gather, project, env, not getattr(args, "no_clients", False))
     if args.json:
-        print(json.dumps({
-            "report": report.model_dump(mode="json"), "can_run": can_run, "hook": hook,
-            "registrations": [{"client": r.client, "path": str(r.path), "command": r.argv,
-                               "starts": p.ok, "tools": p.tools, "problem": p.problem,
-                               "fix": p.fix} for r, p in zip(regs, probes, strict=True)],
-        }, indent=2))
-        return 0 if can_run and started else 1
-    out = sys.stdout
+        _print_json(found)
+    else:
+        _print_text(found, project, sys.stdout)
+    return 1 if found.failing else 0
+
+
+def _print_json(f: Findings) -> None:
+    views = {c: (asdict(v) if v else None) for c, v in f.views.items()}
+    print(json.dumps({
+        "report": f.report.model_dump(mode="json"), "can_run": f.can_run, "hook": f.hook,
+        "registrations": [{"client": r.client, "path": str(r.path), "command": r.argv,
+                           "starts": p.ok, "tools": p.tools, "problem": p.problem,
+                           "fix": p.fix, "client_state": views.get(r.client)}
+                          for r, p in zip(f.regs, f.probes, strict=True)],
+        "clients": views,
+        "warnings": ([f"{NO_TEAM}: {f.report.default_team_error}"] if not f.can_run else [])
+                    + [f"{v.client}: {v.state}" for v in f.waiting],
+    }, indent=2))
+
+
+def _print_text(f: Findings, project: Path, out: TextIO) -> None:
+    from massgen_mcp.cli.registrations import CLIENT_NAMES
+
     print("Providers:", file=out)
-    for p in report.providers:
+    for p in f.report.providers:
         mark = "ok " if p.usable else "-- "
         if p.local:
             detail = (f"answering at {p.endpoint} ({len(p.models)} models)" if p.usable
@@ -59,36 +125,43 @@ def doctor_main(args: argparse.Namespace) -> int:
             detail = (f"key set ({p.key_hint or 'present'})" if p.key_present
                       else "no key")
         print(f"  {mark}{p.provider:<13} {detail}{'' if p.usable else '  → ' + p.fix}", file=out)
-    print_coding_agents(report.coding_agents, out)
-    hint = no_key_hint(any(p.key_present for p in report.providers), report.coding_agents)
+    print_coding_agents(f.report.coding_agents, out)
+    hint = no_key_hint(any(p.key_present for p in f.report.providers), f.report.coding_agents)
     if hint:
         print(f"  → {hint}", file=out)
-    print(f"\nDefault team: {report.default_team}", file=out)
-    if report.default_team_error:
-        print(f"  {report.default_team_error}", file=out)
-    print(f"Bundled teams: {', '.join(report.bundled_teams) or '(none)'}", file=out)
+    print(f"\nDefault team: {f.report.default_team}", file=out)
+    if f.report.default_team_error:
+        print(f"  warning: {NO_TEAM}: {f.report.default_team_error}", file=out)
+    print(f"Bundled teams: {', '.join(f.report.bundled_teams) or '(none)'}", file=out)
     print(f"\nRegistered for {project}:", file=out)
     for client in CLIENT_NAMES:
-        mine = [(r, p) for r, p in zip(regs, probes, strict=True) if r.client == client]
+        mine = [(r, pr) for r, pr in zip(f.regs, f.probes, strict=True) if r.client == client]
         if not mine:
             print(f"  -- {client:<8} not registered", file=out)
-        for r, p in mine:
+        view = f.views.get(client)
+        for r, pr in mine:
             command = " ".join(r.argv) or r.url or "?"
-            state = (f"starts, {p.tools} tools" if p.ok else "FAILS")
-            print(f"  {'ok ' if p.ok else '!! '}{client:<8} {r.path}: {command}  [{state}]",
-                  file=out)
-            if not p.ok:
-                print(f"       {p.problem}" + (f"\n       → {p.fix}" if p.fix else ""),
+            state = f"starts, {pr.tools} tools" if pr.ok else "FAILS"
+            mark = "!! " if not pr.ok or (view and view.fails) else (
+                "-- " if view and not view.ok else "ok ")
+            print(f"  {mark}{client:<8} {r.path}: {command}  [{state}]", file=out)
+            if not pr.ok:
+                print(f"       {pr.problem}" + (f"\n       → {pr.fix}" if pr.fix else ""),
                       file=out)
-    print(f"  {'ok ' if hook else '-- '}{'hook':<8} {hook or 'no PreToolUse hook'}", file=out)
+        if mine and view is not None:
+            print(f"       {client} says: {view.state} ({view.detail})"
+                  + (f"\n       → {view.fix}" if view.fix and not view.ok else ""), file=out)
+    print(f"  {'ok ' if f.hook else '-- '}{'hook':<8} {f.hook or 'no PreToolUse hook'}", file=out)
     print("\nNext steps:", file=out)
-    if not can_run:
-        print("  - set a provider key (see above) or start a local model server", file=out)
-    if not regs:
+    if not f.can_run:
+        print(f"  - {NO_TEAM}: set a provider key (see above), start a local model server, "
+              "or use a client that offers sampling (models='sampling')", file=out)
+    if not f.regs:
         print("  - register: massgen-mcp setup --client claude (or codex, cursor, gemini, "
               "vscode; see the README for each client's approval step)", file=out)
-    if not started:
+    if f.failing:
         print("  - fix the registrations marked !! above", file=out)
-    if can_run:
+    for v in f.waiting:
+        print(f"  - {v.client}: {v.state}" + (f": {v.fix}" if v.fix else ""), file=out)
+    if f.can_run:
         print('  - try: massgen-mcp run "What is the capital of Australia?"', file=out)
-    return 0 if can_run and started else 1

@@ -3,6 +3,7 @@
     massgen-mcp [serve] [--transport stdio|sse|streamable-http] ...   the MCP server (default)
     massgen-mcp run "task" --models ... | --team ...                   one consensus run
     massgen-mcp plan "goal" [--depth ...]                              a team-agreed task plan
+    massgen-mcp checkpoint-init ... / checkpoint "objective"           a reviewed safety plan
     massgen-mcp hook pre-tool-use                                      Claude Code PreToolUse hook
     massgen-mcp setup [--client ...] [--hooks] [--instructions ...]    register with clients
     massgen-mcp doctor                                                 what can run here
@@ -18,6 +19,15 @@ from __future__ import annotations
 import sys
 
 from massgen_mcp import __version__
+from massgen_mcp.cli.progress import (
+    EXIT_DEGRADED,
+    EXIT_FAILED,
+    EXIT_NO_CONSENSUS,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_USAGE,
+    positive_seconds,
+)
 
 # Kept out of the hook's hot path (`massgen-mcp hook pre-tool-use` returns before argparse).
 TYPE_CHECKING = False
@@ -25,8 +35,8 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_DEGRADED = 0, 1, 2, 3, 4
-EXIT_NO_CONSENSUS = 5
+    from massgen_mcp.cli.progress import Progress
+
 
 
 def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
@@ -56,7 +66,17 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                    help="default team for every tool call: a bundled name or a team YAML path "
                         "(a call's own team/models wins)")
     p.add_argument("--checkpoint-team", default=default(None),
-                   help="reviewer team for the checkpoint tool (bundled name or YAML path)")
+                   help="reviewer team for the checkpoint tool (bundled name or YAML path; "
+                        "default: the bundled checkpoint team)")
+    p.add_argument("--allow-checkpoint-team-override", action="store_true",
+                   default=default(False),
+                   help="let `checkpoint` calls choose their own reviewers (models/team); off "
+                        "by default: the agent being reviewed never picks its reviewers")
+    p.add_argument("--checkpoint-approval", choices=["majority", "unanimous"],
+                   default=default(None),
+                   help="how many live reviewers must vote for a checkpoint plan before it is "
+                        "approved (default majority; a team file's orchestrator.approval may "
+                        "ask for unanimous; the stricter wins)")
     p.add_argument("--team-dir", action="append", default=default([]), metavar="DIR",
                    help="a directory of team YAML files tool calls may name (by name or path); "
                         "repeatable; ~/.config/massgen-mcp/teams is always one")
@@ -101,6 +121,8 @@ def _team_options(p: argparse.ArgumentParser) -> None:
                    "agent in team order (or agent_id=stance); repeatable")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--heartbeat", type=positive_seconds, default=10.0, metavar="SECONDS",
+                   help="after this long without news, say who is still working (default 10)")
     p.add_argument("--state-dir", default=None, help="where the run record is written")
 
 
@@ -161,6 +183,14 @@ def build_parser() -> argparse.ArgumentParser:
                        default=None, help="client to register with; repeatable (default: claude)")
     setup.add_argument("--hooks", action="store_true",
                        help="add the PreToolUse checkpoint hook to .claude/settings.json")
+    setup.add_argument("--sandbox", action="store_true",
+                       help="turn on Claude Code's own OS sandbox for Bash (bubblewrap on "
+                            "Linux, Seatbelt on macOS): writes only in the project and a "
+                            "private temp dir, the guard's key and your credential stores "
+                            "unreadable (with --client claude)")
+    setup.add_argument("--allow-domain", action="append", default=[], dest="allow_domains",
+                       metavar="DOMAIN", help="with --sandbox: a domain sandboxed commands "
+                                              "may reach without asking; repeatable")
     setup.add_argument("--instructions", choices=["CLAUDE.md", "AGENTS.md"], default=None,
                        help="add a managed instructions block to this file")
     setup.add_argument("--command", default=None, dest="launch",
@@ -172,14 +202,21 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="show which providers and clients are ready",
                             description="Show which provider keys are set (masked), which local "
                                         "model servers answer, and whether this project has "
-                                        "massgen-mcp registered. Exit 1 when nothing can run.")
+                                        "massgen-mcp registered, starts, and is approved by "
+                                        "each client. Exit 1 when a registration does not "
+                                        "start; a missing key or approval is a warning.")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.add_argument("--no-clients", action="store_true",
+                        help="do not ask the clients' own CLIs (claude/codex/gemini mcp list)")
     doctor.add_argument("--dir", default=".", help="project directory (default: .)")
     from massgen_mcp.cli.eval import add_eval_parser
     from massgen_mcp.cli.view import add_view_parsers
 
     add_view_parsers(sub)
     add_eval_parser(sub)
+    from massgen_mcp.cli.checkpoint import add_checkpoint_parsers
+
+    add_checkpoint_parsers(sub)
     return parser
 
 
@@ -204,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.cli.doctor import doctor_main
 
             return doctor_main(args)
+        if command in ("checkpoint", "checkpoint-init"):
+            from massgen_mcp.cli.checkpoint import checkpoint_init_main, checkpoint_main
+
+            return (checkpoint_main if command == "checkpoint" else checkpoint_init_main)(args)
         if command in ("view", "report"):
             from massgen_mcp.cli.view import report_main, view_main
 
@@ -221,76 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_USAGE
 
 
-HEARTBEAT_SECONDS = 10.0
-
-
-class _Progress:
-    """Progress lines on stderr, and a heartbeat when nothing has been said for 10 s: who is
-    still working and for how long (a provider that accepted the connection and never
-    answers would otherwise leave the terminal silent until its request timeout)."""
-
-    def __init__(self, quiet: bool) -> None:
-        import time
-
-        self.quiet = quiet
-        self.t0 = time.monotonic()
-        self.last = self.t0
-        self.since: dict[str, float] = {}  # agent -> when it last did something
-        self.live: Any = None  # the run's LiveRun, once prepared
-
-    def _print(self, message: str) -> None:
-        import time
-
-        now = time.monotonic()
-        self.last = now
-        if not self.quiet:
-            print(f"[{now - self.t0:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-    def event(self, line: dict[str, Any]) -> None:
-        import time
-
-        from massgen_mcp.runs.progress import describe_event
-
-        if line.get("agent"):
-            self.since[str(line["agent"])] = time.monotonic()
-        message = describe_event(line)
-        if message:
-            self._print(message)
-
-    async def heartbeat(self) -> None:
-        import contextlib
-        import os
-        import time
-
-        import anyio
-
-        while True:
-            await anyio.sleep(1.0)
-            now = time.monotonic()
-            if now - self.last < HEARTBEAT_SECONDS:
-                continue
-            if self.live is not None:  # a sign of life for a run later found interrupted
-                with contextlib.suppress(OSError):
-                    os.utime(self.live.record.dir / "events.jsonl")
-            snap = self.live.snapshot() if self.live is not None else None
-            if snap is None:
-                self._print("still starting (agents' tool servers)")
-                continue
-            busy = [a for a in snap.agents if a.status in ("working", "waiting")]
-            who = ", ".join(
-                f"{a.agent_id} ({a.provider}/{a.model}) for "
-                f"{now - self.since.get(a.agent_id, self.t0):.0f} s" for a in busy)
-            self._print(f"still working: {who or 'final presentation'}; "
-                        f"{snap.totals.answers} answers, {snap.totals.votes} votes so far")
-
-
 def _run_command(args: argparse.Namespace, command: str) -> int:
     import anyio
 
+    from massgen_mcp.cli.progress import Progress
     from massgen_mcp.errors import MassgenError
     from massgen_mcp.runs.outcome import settle_wording
 
-    progress = _Progress(args.quiet)
+    progress = Progress(args.quiet, heartbeat_s=args.heartbeat)
     try:
         result: Any = anyio.run(lambda: _run_once(args, command, progress))
     except MassgenError as e:
@@ -328,7 +307,7 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
     return EXIT_PARTIAL if status in ("timeout", "budget_exceeded") else EXIT_FAILED
 
 
-async def _run_once(args: argparse.Namespace, command: str, progress: _Progress) -> Any:
+async def _run_once(args: argparse.Namespace, command: str, progress: Progress) -> Any:
     """One `run` or `plan` from the command line, to its end."""
     from pathlib import Path
 
@@ -369,7 +348,8 @@ def _setup_command(args: argparse.Namespace) -> int:
     try:
         command = shlex.split(args.launch) if args.launch else None
         changes = run_setup(Path(args.dir), clients=clients, hooks=args.hooks,
-                            instructions=args.instructions, command=command)
+                            instructions=args.instructions, command=command,
+                            sandbox=args.sandbox, allow_domains=args.allow_domains)
     except (MassgenError, ValueError, OSError) as e:
         print(f"massgen-mcp setup: {e}", file=sys.stderr)
         return EXIT_FAILED

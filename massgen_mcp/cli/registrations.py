@@ -20,6 +20,7 @@ class Registration:
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     url: str | None = None  # an HTTP registration: nothing to start
+    name: str = "massgen"  # the entry's key: the name the client lists it by
 
     @property
     def argv(self) -> list[str]:
@@ -32,7 +33,8 @@ def _entries(servers: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(k, v) for k, v in servers.items() if "massgen" in str(k) and isinstance(v, dict)]
 
 
-def _registration(client: str, path: Path, entry: dict[str, Any]) -> Registration:
+def _registration(client: str, path: Path, entry: dict[str, Any],
+                  name: str = "massgen") -> Registration:
     command = entry.get("command")
     args = entry.get("args") or []
     env = entry.get("env") or {}
@@ -40,7 +42,7 @@ def _registration(client: str, path: Path, entry: dict[str, Any]) -> Registratio
         client, path, command=command if isinstance(command, str) and command else None,
         args=[str(a) for a in args] if isinstance(args, list) else [],
         env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {},
-        url=entry.get("url") or entry.get("httpUrl") or None)
+        url=entry.get("url") or entry.get("httpUrl") or None, name=name)
 
 
 def _read_json(path: Path) -> Any:
@@ -64,20 +66,21 @@ def find_registrations(project: Path, home: Path | None = None) -> list[Registra
     for client, path, key in json_files:
         data = _read_json(path)
         if isinstance(data, dict):
-            found += [_registration(client, path, e) for _, e in _entries(data.get(key))]
+            found += [_registration(client, path, e, k) for k, e in _entries(data.get(key))]
     # `claude mcp add` (local scope) keeps the project's servers in ~/.claude.json.
     claude = _read_json(home / ".claude.json")
     projects = claude.get("projects") if isinstance(claude, dict) else None
     mine = projects.get(str(project)) if isinstance(projects, dict) else None
     if isinstance(mine, dict):
-        found += [_registration("claude", home / ".claude.json", e)
-                  for _, e in _entries(mine.get("mcpServers"))]
+        found += [_registration("claude", home / ".claude.json", e, k)
+                  for k, e in _entries(mine.get("mcpServers"))]
     for path in (project / ".codex" / "config.toml", home / ".codex" / "config.toml"):
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
             continue
-        found += [_registration("codex", path, e) for _, e in _entries(data.get("mcp_servers"))]
+        found += [_registration("codex", path, e, k)
+                  for k, e in _entries(data.get("mcp_servers"))]
     return found
 
 

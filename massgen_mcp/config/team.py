@@ -247,6 +247,10 @@ class OrchestratorConfig(_Lenient):
     #: the seed is recorded in the result (`shuffle_seed`) and can be fixed here.
     shuffle_answers: bool = True
     shuffle_seed: int | None = Field(default=None, ge=0)
+    #: Checkpoint teams: how many live reviewers must vote for the plan that is approved
+    #: (a split or plurality approves nothing). The server's --checkpoint-approval may
+    #: ask for more; the stricter wins.
+    approval: Literal["majority", "unanimous"] = "majority"
 
     def provider_call_cap(self, agents: int, with_tools: int = 0) -> int:
         """The per-run provider-call cap for a team of `agents` (`with_tools` of them with

@@ -13,13 +13,16 @@ import itertools
 import os
 import re
 import stat
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import yaml
 
 from massgen_mcp.errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_BYTES = 1_000_000
 MAX_ALIASES = 200
@@ -29,29 +32,37 @@ MAX_RAW_BRACKETS = 200  # before parsing, counting brackets in strings too
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """`SafeLoader` that counts aliases, expanded nodes and depth while composing."""
+@cache
+def _loader_class() -> type[yaml.SafeLoader]:
+    """The bounded loader, built on first use: PyYAML is imported when a team file is read,
+    not when the server starts."""
+    import yaml
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._aliases = 0
-        self._depth = 0
+    class _BoundedLoader(yaml.SafeLoader):
+        """`SafeLoader` that counts aliases, expanded nodes and depth while composing."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            self._aliases += 1
-            if self._aliases > MAX_ALIASES:
-                raise _Refused(f"more than {MAX_ALIASES} aliases (*name); write the values "
-                               "out instead of referring to anchors")
-        self._depth += 1
-        if self._depth > MAX_DEPTH:
-            mark = self.peek_event().start_mark
-            raise _Refused(f"nested more than {MAX_DEPTH} levels deep (line {mark.line + 1}); "
-                           "a team file is a few levels deep")
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self._aliases = 0
+            self._depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                self._aliases += 1
+                if self._aliases > MAX_ALIASES:
+                    raise _Refused(f"more than {MAX_ALIASES} aliases (*name); write the values "
+                                   "out instead of referring to anchors")
+            self._depth += 1
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise _Refused(f"nested more than {MAX_DEPTH} levels deep (line {mark.line + 1}); "
+                               "a team file is a few levels deep")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+
+    return _BoundedLoader
 
 
 class _Refused(Exception):
@@ -65,6 +76,8 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
     if key in memo:
         return memo[key]
     memo[key] = 1  # a cycle (a recursive alias) counts once instead of forever
+    import yaml
+
     size = 1
     if isinstance(node, yaml.SequenceNode):
         size += sum(_expanded_size(n, memo) for n in node.value)
@@ -89,7 +102,9 @@ def parse_yaml(text: str, where: str) -> Any:
     if _bracket_depth(text) > MAX_RAW_BRACKETS:
         raise ConfigError(f"{where}: refused: brackets nested more than {MAX_RAW_BRACKETS} "
                           f"deep; a team file is nested a few levels (at most {MAX_DEPTH})")
-    loader = _BoundedLoader(text)
+    import yaml
+
+    loader = _loader_class()(text)
     try:
         node = loader.get_single_node()
         if node is None:

@@ -1,7 +1,8 @@
 """Early stop: end the vote once the votes still outstanding cannot change the outcome.
 
 MassGen waits for every agent's vote. Once the winner is certain (no other answer could even
-tie it, were every outstanding vote to go to that answer) and its share stays
+tie it, were every outstanding vote to go to that answer; and it already holds a majority
+of the live team) and its share stays
 at or above `min_agreement` whatever the outstanding votes do, those vote turns only cost
 calls: they are cancelled and counted (`totals.early_stop_cancelled_turns`). It applies
 only when every live agent has answered, so no first answer is ever cut short; an
@@ -35,4 +36,7 @@ def settled_vote(cfg: OrchestratorConfig,
         if target in tally:
             tally[target] += 1
     winner = decided(tally, names, len(outstanding), cfg.min_agreement)
-    return (winner, outstanding) if winner is not None else None
+    # ... and only once the winner holds a majority of the whole live team already
+    if winner is None or tally[winner] * 2 <= len(live):
+        return None
+    return winner, outstanding

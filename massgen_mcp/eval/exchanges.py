@@ -95,6 +95,9 @@ class _Clock:
     def __init__(self) -> None:
         self.issued = 0
         self.done = 0  # replies served in order: seq 1..done
+        #: Replaying: how long the recorded run waited on calls it then cancelled (a time
+        #: limit, a straggler cut off); the replay waits as long before it calls it diverged.
+        self.slack = 0.0
         self._finished: set[int] = set()
         self._changed = anyio.Event()
 
@@ -147,6 +150,9 @@ class Member:
             for line in self._file().read_text(encoding="utf-8").splitlines():
                 row = json.loads(line)
                 self._recorded[row["key"]].append(row)
+                if row.get("cancelled"):
+                    clock = self.clocks.setdefault(row["item"], _Clock())
+                    clock.slack += float(row.get("seconds", 0.0))
 
     def _file(self) -> Path:
         assert self.cassette is not None
@@ -182,7 +188,7 @@ class Member:
         row = rows[n]
         seq = int(row["seq"])
         try:
-            with anyio.move_on_after(REPLAY_STALL_S) as stalled:
+            with anyio.move_on_after(REPLAY_STALL_S + clock.slack) as stalled:
                 await clock.wait_for(seq, int(row.get("issued", 0)))
                 if row.get("cancelled"):  # it was cancelled while recording: wait to be
                     await anyio.sleep_forever()

@@ -82,13 +82,19 @@ class Engine:
 
     # ------------------------------------------------------------------ running
 
-    def prepare(self, team: Team, task: str, *, mode: str = "consensus") -> LiveRun:
-        """Create the run id and record, so callers can return the id before the run starts."""
+    def prepare(self, team: Team, task: str, *, mode: str = "consensus",
+                title: str | None = None) -> LiveRun:
+        """Create the run id and record, so callers can return the id before the run starts.
+        `title`: the user's own words when `task` is a prompt built from them (a plan's goal,
+        a checkpoint's objective); pages and reports show it."""
         run_id = new_run_id()
         redactor = Redactor(configured_secrets(team, self.env))
-        meta = {"task": task, "team": team.name, "source": team.source, "mode": mode,
-                "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
-                           for a in team.agents]}
+        meta: dict[str, Any] = {
+            "task": task, "team": team.name, "source": team.source, "mode": mode,
+            "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
+                       for a in team.agents]}
+        if title and title.strip():
+            meta["title"] = title.strip()[:500]
         if team.warnings:  # keys of the team file accepted but not honoured
             meta["warnings"] = list(team.warnings)
         live = LiveRun(run_id, self.store.open(run_id, redactor, meta))
@@ -108,11 +114,12 @@ class Engine:
         answer_format: AnswerFormat | None = None,
         backend_context: BackendContext | None = None,
         listener: Listener | None = None,
+        title: str | None = None,
     ) -> PreparedRun:
         """A run with its id and record, ready to `start()`."""
         if not isinstance(task, str) or not task.strip():
             raise InputError("the task is empty: say what the team should answer or decide")
-        live = self.prepare(team, task, mode=mode)
+        live = self.prepare(team, task, mode=mode, title=title)
         if listener is not None:
             live.listeners.append(listener)
         return PreparedRun(self, live, team, task, context, answer_format, backend_context)

@@ -42,7 +42,7 @@ def prepare_plan(engine: Engine, team: Team, goal: str, *, depth: str = "dynamic
         constraints = "\n".join(f"- {c}" for c in constraints if c and c.strip())
     prepared = engine.prepare_run(team, plan_task_text(goal, constraints), context=context,
                                mode="plan", answer_format=PlanAnswerFormat(depth, goal=goal),
-                               **prepare_kwargs)
+                               title=goal, **prepare_kwargs)
 
     def store(result: RunResult) -> PlanResult:
         consensus = consensus_of(result)

@@ -85,7 +85,7 @@ class RunView:
     run_id: str
     status: str
     mode: str
-    task: str
+    task: str  # what the team was asked (for plans and checkpoints, a prompt built from title)
     team: str
     started_at: str
     elapsed: float
@@ -101,6 +101,11 @@ class RunView:
     error: str | None
     timeline: list[Moment]
     last_seq: int
+    title: str = ""  # the user's own words: the task, a plan's goal, a checkpoint's objective
+
+    @property
+    def heading(self) -> str:
+        return self.title or self.task
 
     @property
     def live(self) -> bool:
@@ -145,7 +150,8 @@ def load_run_view(state: Path, run_id: str, snapshot: RunResult | None = None) -
         dissent=list(data.get("dissent") or []), final_answer=data.get("final_answer"),
         final_data=data.get("final_data"), totals=dict(data.get("totals") or {}),
         cost=find_cost(data.get("totals")) or find_cost(data), error=data.get("error"),
-        timeline=timeline, last_seq=max((m.seq for m in timeline), default=0))
+        timeline=timeline, last_seq=max((m.seq for m in timeline), default=0),
+        title=str(meta.get("title") or ""))
 
 
 def find_cost(obj: Any) -> float | None:

@@ -72,7 +72,7 @@ def run_page(view: RunView, *, base: str = "/runs", nonce: str | None = None,
     footer = (f"<footer>massgen-mcp run report \u00b7 {esc(view.run_id)} \u00b7 written "
               f"{esc(time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()))}</footer>"
               if standalone else "")
-    title = f"{_short(view.task, 70)} \u2014 massgen run"
+    title = f"{_short(view.heading, 70)} \u2014 massgen {_noun(view.mode)}"
     return document(title, crumbs + main + footer, nonce=nonce, script=view.live,
                     standalone=standalone)
 
@@ -118,8 +118,15 @@ def _header(view: RunView, snapshot: bool) -> str:
              _chip("tokens", f"{tokens:,}"), _chip("calls", calls),
              _chip("cost", _money(view.cost)) if view.cost is not None else "",
              _chip("started", view.started_at.replace("T", " ")) if view.started_at else ""]
-    return (f'<h1 id="task">{esc(_short(view.task, 600))}</h1>'
-            f'<div class="chips">{"".join(chips)}</div>')
+    asked = (f'<details id="prompt"><summary>What the team was asked</summary>'
+             f'<pre class="prompt">{esc(view.task)}</pre></details>'
+             if view.title and view.title != view.task else "")
+    return (f'<h1 id="task">{esc(_short(view.heading, 600))}</h1>'
+            f'<div class="chips">{"".join(chips)}</div>{asked}')
+
+
+def _noun(mode: str) -> str:
+    return {"plan": "plan", "checkpoint": "checkpoint"}.get(mode, "run")
 
 
 def _chip(name: str, value: object) -> str:

@@ -42,6 +42,7 @@ class LiveRuns(Protocol):
     def live_run(self, run_id: str) -> LiveRun | None: ...
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+LATEST = "latest"  # /runs/latest: the newest run, as `massgen-mcp view latest`
 POLL_SECONDS = 0.2  # how often a live event stream looks for new lines in events.jsonl
 HEARTBEAT_SECONDS = 15.0
 LIST_LIMIT = 200
@@ -101,6 +102,15 @@ def viewer_app(state: Path, *, engine: LiveRuns | None = None, token: str | None
     async def run(request: Request) -> Response:
         if (denied := refused(request)) is not None:
             return denied
+        if request.path_params["run_id"] == LATEST:
+            # To the run itself: its page, live stream and links then stay on that run when
+            # a newer one starts; reloading /runs/latest finds the newest again.
+            newest = store.ids(1)
+            if not newest:
+                message = f"there are no runs in {store.root} yet"
+                return html(lambda nonce: error_page(message, base=base, nonce=nonce), 404)
+            query = f"?{request.url.query}" if request.url.query else ""
+            return RedirectResponse(f"{base}/{newest[0]}{query}", 307)
         try:
             view = view_of(request.path_params["run_id"])
         except MassgenError as e:
@@ -146,11 +156,13 @@ def _row(store: RunStore, run_id: str) -> RunRow | None:
     except (MassgenError, ValueError):
         return None
     try:
-        mode = json.loads((store.root / run_id / "meta.json").read_text()).get("mode", "")
+        meta = json.loads((store.root / run_id / "meta.json").read_text())
+        mode, title = meta.get("mode", ""), meta.get("title", "")
     except (OSError, ValueError, AttributeError):
-        mode = ""
+        mode, title = "", ""
     total = sum(r.tally.values())
-    return RunRow(run_id=r.run_id, status=r.status, mode=str(mode or "consensus"), task=r.task,
+    return RunRow(run_id=r.run_id, status=r.status, mode=str(mode or "consensus"),
+                  task=str(title or r.task),
                   winner=r.winner.agent_id if r.winner else "",
                   votes=f"{r.winner.votes}/{total}" if r.winner else "",
                   elapsed=r.elapsed_seconds, cost=find_cost(r.totals.model_dump()),
