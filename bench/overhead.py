@@ -44,6 +44,14 @@ cancelled calls, restarts, the wall time (the wait must not lengthen it) and the
 run had the agents been gpt-5-mini at its list price (the scripted models are free). Goal:
 2N+1 calls and no cancelled call in the jittered common case.
 
+Early stop (issue 21): the --calls-agents teams at L = 200 ms with the largest --jitter,
+early stop on (the default) and off. Every agent votes for agent1, so the vote is decided
+once a majority has voted; the outstanding vote turns are cancelled (they were in flight:
+the provider still counts their prompt, but they produce no output and the run does not
+wait for them). Columns: calls started (cancelled included), calls completed, cancelled
+calls, vote turns cut by early stop, votes counted, output tokens, wall, cost per run as
+gpt-5-mini (cancelled calls' prompts included, as estimates).
+
 Tool servers (issue 4): the same 3-agent run where every agent's backend has one stdio MCP
 server (tests/tool_server.py), with the agents not calling it and with each calling it once
 (that adds one provider round trip, L, to the critical path), against the run without tools;
@@ -192,6 +200,8 @@ class Sample:
     processes: int = 0
     output_tokens: int = 0
     cancelled: int = 0
+    early_stopped: int = 0
+    votes: int = 0
 
 
 def _cpu() -> float:
@@ -235,6 +245,8 @@ async def _run_once(engine: Engine, team: Team, provider: ProviderProcess, log: 
                   requests=provider.count(), input_tokens=result.totals.input_tokens,
                   restarts=result.totals.restarts, output_tokens=result.totals.output_tokens,
                   cancelled=result.totals.cancelled_calls,
+                  early_stopped=result.totals.early_stop_cancelled_turns,
+                  votes=result.totals.votes,
                   call_excess=median(log.completed) - provider.latency,
                   setup=marks["run_started"] - t0, teardown=t1 - marks["run_finished"],
                   processes=sampler.peak if sampler else 0)
@@ -342,7 +354,8 @@ async def _calls(engine: Engine, provider: ProviderProcess, log: _CallLog, *, si
         for jitter in jitters:
             provider.set_jitter(jitter)
             for wait in (True, False):
-                team = _team(provider, n, ["openai"],
+                # every vote counted: early stop is measured on its own (_early_stop)
+                team = _team(provider, n, ["openai"], early_stop=False,
                              **({} if wait else {"first_answer_wait_seconds": 0}))
                 await _run_once(engine, team, provider, log, "warm-up")
                 got: list[Sample] = []
@@ -362,6 +375,39 @@ async def _calls(engine: Engine, provider: ProviderProcess, log: _CallLog, *, si
                     "cost_usd_gpt5mini": round(median(costs), 6)})
                 print(f"  done: calls, {n} agents, jitter {jitter:g}s, wait "
                       f"{'on' if wait else 'off'}", file=sys.stderr, flush=True)
+    provider.set_jitter(0)
+    return rows
+
+
+async def _early_stop(engine: Engine, provider: ProviderProcess, log: _CallLog, *,
+                      sizes: list[int], jitter: float, runs: int) -> list[dict[str, Any]]:
+    """The same teams with early stop on (the default) and off (every vote awaited)."""
+    from massgen_mcp.config.prices import price_for
+
+    price = price_for("openai", "gpt-5-mini")
+    assert price is not None
+    provider.latency = 0.2
+    provider.set_jitter(jitter)
+    rows = []
+    for n in sizes:
+        for on in (True, False):
+            team = _team(provider, n, ["openai"], early_stop=on)
+            await _run_once(engine, team, provider, log, "warm-up")
+            got = [await _run_once(engine, team, provider, log, f"task {i}")
+                   for i in range(runs)]
+            rows.append({
+                "agents": n, "early_stop": on, "jitter_s": jitter,
+                "calls_median": median([s.calls for s in got]),
+                "completed_calls_median": median([s.calls - s.cancelled for s in got]),
+                "cancelled_median": median([s.cancelled for s in got]),
+                "vote_turns_cancelled_median": median([s.early_stopped for s in got]),
+                "votes_median": median([s.votes for s in got]),
+                "output_tokens_median": median([s.output_tokens for s in got]),
+                "wall_s": round(median([s.wall for s in got]), 4),
+                "cost_usd_gpt5mini": round(median([price.cost(s.input_tokens, s.output_tokens)
+                                                   for s in got]), 6)})
+            print(f"  done: early stop {'on' if on else 'off'}, {n} agents", file=sys.stderr,
+                  flush=True)
     provider.set_jitter(0)
     return rows
 
@@ -417,6 +463,10 @@ async def main(args: argparse.Namespace) -> None:
         if not args.no_calls:
             calls = await _calls(engine, provider, log, sizes=args.calls_agents,
                                  jitters=args.jitter, runs=args.calls_runs)
+        early = []
+        if not args.no_early_stop:
+            early = await _early_stop(engine, provider, log, sizes=args.calls_agents,
+                                      jitter=max(args.jitter), runs=args.calls_runs)
         tools = None
         if not args.no_tools:
             tools = await _tools(engine, provider, log, latency=args.tool_latency,
@@ -466,6 +516,17 @@ async def main(args: argparse.Namespace) -> None:
         goals["calls_2n_plus_1_jittered"] = ok
         print(f"goal: 2N+1 calls and no cancelled call with jitter and the wait on -> "
               f"{'met' if ok else 'NOT met'}")
+    if early:
+        print(f"\nEarly stop (L = 200 ms plus up to {early[0]['jitter_s'] * 1000:.0f} ms "
+              f"jitter, medians of {args.calls_runs} runs; every agent votes for agent1)")
+        print_table(
+            ["agents", "early stop", "calls", "completed", "cancelled", "vote turns cut",
+             "votes counted", "output tokens", "wall", "cost / run"],
+            [[r["agents"], "on" if r["early_stop"] else "off", f"{r['calls_median']:g}",
+              f"{r['completed_calls_median']:g}", f"{r['cancelled_median']:g}",
+              f"{r['vote_turns_cancelled_median']:g}", f"{r['votes_median']:g}",
+              f"{r['output_tokens_median']:g}", f"{r['wall_s'] * 1000:.0f} ms",
+              f"${r['cost_usd_gpt5mini']:.5f}"] for r in early])
     if tools:
         print(f"\nAgent tool servers (3 agents, L = {tools['latency_s'] * 1000:.0f} ms, medians "
               f"of {tools['runs']} interleaved runs; one tool server alone starts in "
@@ -481,6 +542,7 @@ async def main(args: argparse.Namespace) -> None:
               f"{tools['server_startup_s'] * 1000:.0f} ms -> "
               f"{'met' if extra <= tools['server_startup_s'] else 'NOT met'}")
     print_json("overhead", {"load_before": load_before, "rows": rows, "calls": calls,
+                            "early_stop": early,
                             "tools": tools, "goals": goals})
 
 
@@ -504,6 +566,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="reply latency jitters for the calls benchmark (default 0,0.15)")
     p.add_argument("--calls-runs", type=int, default=5, help="runs per calls configuration")
     p.add_argument("--no-calls", action="store_true", help="skip the calls-per-run benchmark")
+    p.add_argument("--no-early-stop", action="store_true",
+                   help="skip the early-stop benchmark (teams of --calls-agents)")
     p.add_argument("--state-dir", default=None,
                    help="directory to hold the run records (default: the system temp dir); "
                         "status.json writes cost what this file system charges for them")

@@ -81,6 +81,8 @@ class App:
         max_answers_per_agent: int | None = None,
         timeout_s: float | None = None,
         max_total_tokens: int | None = None,
+        min_agreement: float | None = None,
+        stances: list[str] | None = None,
         from_tool: bool = False,
     ) -> Team:
         """The team a call runs on: `models`, else `team`, else the server's default team,
@@ -93,6 +95,9 @@ class App:
             raise InputError(f"{words.timeout} must be a positive number of seconds")
         if max_answers_per_agent is not None and max_answers_per_agent < 1:
             raise InputError(f"{words.max_answers} must be at least 1")
+        if min_agreement is not None and not 0 < min_agreement <= 1:
+            raise InputError(f"{words.min_agreement} is the share of votes the winner needs: "
+                             "a number above 0 and at most 1, e.g. 0.67")
         default_team = default_team or self.default_team
         extra: list[str] = []
         if not (models or team or default_team or auto_team_models(self.env)):
@@ -110,7 +115,8 @@ class App:
                 self._check_cli_agents(chosen, "models")
         return chosen.with_overrides(
             max_new_answers_per_agent=max_answers_per_agent,
-            orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens)
+            orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens,
+            min_agreement=min_agreement).with_stances(stances, words.stances)
 
     async def _tool_team(self, name: str) -> Team:
         from massgen_mcp.config.load import load_team, team_from_data

@@ -21,9 +21,12 @@ The model name in a request selects a *script*: a function of the parsed request
 Misbehaving models and servers (see "misbehaviours" below): scripts that never vote or repeat
 their answer, sloppy JSON arguments (code fences, raw control characters, single quotes),
 vote labels such as ``Agent 1``, calls written as text, the same call twice in one reply,
-huge answers; `Raw` sends any 200 body (HTML, a list, ``message: null``); `strict_content`
-answers a replayed assistant message with ``content: null`` the way llama.cpp's server does
-(HTTP 500); `jitter` adds a random delay of up to that many seconds to every reply.
+huge answers, agents that vote for themselves (`votes_for_itself`), a resumed agent that
+ends its later turns with chatter (`chatter_after_answer`), a model that never stops
+talking (`Endless`: a body that never ends); `Raw` sends any 200 body (HTML, a list,
+``message: null``); `strict_content` answers a replayed assistant message with
+``content: null`` the way llama.cpp's server does (HTTP 500); `jitter` adds a random delay
+of up to that many seconds to every reply.
 
 The server runs in a background thread with its own event loop, so it serves sync and
 async tests alike; stopping it releases hanging and delayed replies first, so it never
@@ -119,6 +122,16 @@ class Hang:
 
 
 @dataclass(frozen=True)
+class Endless:
+    """A model that never stops talking: a 200 whose body never ends, a few bytes every
+    `interval` seconds (JSON whitespace, or SSE comments when the request streams). Each
+    read succeeds, so a per-read timeout never fires: only a deadline on the whole call
+    stops it."""
+
+    interval: float = 0.05
+
+
+@dataclass(frozen=True)
 class Raw:
     """Send exactly this body (a malformed reply: an HTML page, a JSON list, a null message)."""
 
@@ -127,7 +140,7 @@ class Raw:
     content_type: str = "application/json"
 
 
-Reply = Text | ToolCalls | Error | Delay | Hang | Raw
+Reply = Text | ToolCalls | Error | Delay | Hang | Raw | Endless
 
 
 def answer(text: str) -> ToolCalls:
@@ -191,6 +204,43 @@ def twice(reply: ToolCalls) -> ToolCalls:
 def never_votes(text: str) -> Callable[[ScriptRequest], Reply]:
     """A model that re-submits the same answer on every turn and never votes."""
     return lambda _req: answer(text)
+
+
+def own_label(req: ScriptRequest) -> str | None:
+    """The agent's own anonymous id, from "Your own latest answer is agent2.1." (None before
+    its first answer)."""
+    marker = "Your own latest "
+    text = req.last_user_text
+    if marker not in text:
+        return None
+    tail = text.split(marker, 1)[1].split(" is ", 1)[1]
+    return tail.split(".", 1)[0].strip()
+
+
+def votes_for_itself(text: str) -> Callable[[ScriptRequest], Reply]:
+    """A model that answers, then always votes for its own answer (and presents it)."""
+
+    def script(req: ScriptRequest) -> Reply:
+        me = own_label(req)
+        if "Present the best final" in req.last_user_text:
+            return answer(text)
+        return answer(text) if me is None else vote(me, "mine is the best")
+
+    return script
+
+
+def chatter_after_answer(text: str, chatter: str = "Submitted.") -> Callable[
+        [ScriptRequest], Reply]:
+    """A resumed coding agent: answers once, then ends every later turn with `chatter` and
+    no tool call (reminders included), as a CLI does that thinks it already submitted."""
+
+    def script(req: ScriptRequest) -> Reply:
+        if own_label(req) is None and "Present the best final" not in req.last_user_text \
+                and "You did not call a tool" not in req.last_user_text:
+            return answer(text)
+        return Text(chatter)
+
+    return script
 
 
 def always_new_answer(prefix: str) -> Callable[[ScriptRequest], Reply]:
@@ -505,7 +555,7 @@ class ScriptedProvider:
 
     def script(self, model: str, fn: Script | Reply) -> None:
         """Play `fn` for requests naming `model` (a bare reply is sent every time)."""
-        if isinstance(fn, Text | ToolCalls | Error | Delay | Hang | Raw):
+        if isinstance(fn, Text | ToolCalls | Error | Delay | Hang | Raw | Endless):
             reply = fn
             self._scripts[model] = lambda _req: reply
         else:
@@ -674,7 +724,26 @@ class ScriptedProvider:
                                 headers=reply.headers)
         if isinstance(reply, Raw):
             return Response(reply.body, reply.status, media_type=reply.content_type)
+        if isinstance(reply, Endless):
+            return StreamingResponse(self._endless(request, req, reply), media_type=(
+                "text/event-stream" if req.stream else "application/json"))
         return self._render(req, reply)
+
+    async def _endless(self, request: Request, req: ScriptRequest, reply: Endless) -> Any:
+        """The body of an `Endless` reply: it ends when the client goes away (then
+        `req.disconnected` is set) or the server stops."""
+        assert self._stopping is not None
+        try:
+            yield b"" if req.stream else b'{"id": "endless", "choices": ['
+            while not self._stopping.is_set():
+                if await request.is_disconnected():
+                    break
+                yield b": still talking\n\n" if req.stream else b" "
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), reply.interval)
+        finally:
+            if not self._stopping.is_set():
+                req.disconnected.set()
 
     async def _run_script(self, req: ScriptRequest) -> Reply:
         fn = self._scripts.get(req.model)
@@ -687,7 +756,7 @@ class ScriptedProvider:
         except Exception as e:  # a broken script is a test bug: report it loudly
             self.script_errors.append(e)
             return Error(500, f"script for {req.model!r} raised {e!r}")
-        if not isinstance(reply, Text | ToolCalls | Error | Delay | Hang | Raw):
+        if not isinstance(reply, Text | ToolCalls | Error | Delay | Hang | Raw | Endless):
             self.script_errors.append(TypeError(f"script returned {reply!r}"))
             return Error(500, f"script for {req.model!r} returned {type(reply).__name__}")
         return reply

@@ -60,7 +60,7 @@ async def test_mixed_team_with_claude_code_reaches_consensus(
     team = _team(provider, [
         {"id": "coder", "backend": claude_backend(provider, "cc")},
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
-        orchestrator_timeout_seconds=120)
+        early_stop=False, orchestrator_timeout_seconds=120)
     events: list[dict[str, Any]] = []
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
     result = await engine.run(team, "Which queue?", listener=events.append)
@@ -175,7 +175,7 @@ async def test_codex_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path)
     team = _team(provider, [
         {"id": "a-codex", "backend": codex_backend(provider, "cx")},
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
-        orchestrator_timeout_seconds=120)
+        early_stop=False, orchestrator_timeout_seconds=120)
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
     result = await engine.run(team, "Which queue?")
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
@@ -415,9 +415,6 @@ def _chatty_after_answering(req: ScriptRequest) -> Reply:
     return Text("Submitted.")  # also after the reminder
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "needs issue 21's fix in the shared workflow (a text reply never replaces an answer an "
-    "agent already gave), not on main when this test was written"))
 async def test_a_resumed_members_closing_chatter_never_becomes_its_answer(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     def the_cli(req: ScriptRequest) -> str:  # the API agents vote for the CLI's answer

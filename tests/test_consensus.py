@@ -31,7 +31,9 @@ WIRES = ["openai", "anthropic", "gemini"]
 async def test_full_consensus_on_each_backend(provider, tmp_path: Path, wire: str) -> None:
     for name, text in (("m-a", "Use Kafka"), ("m-b", "Use RabbitMQ"), ("m-c", "Use SQS")):
         provider.script(name, answer_then_vote(text, "agent2", final="FINAL: RabbitMQ"))
-    team = make_team(provider, [("a", wire, "m-a"), ("b", wire, "m-b"), ("c", wire, "m-c")])
+    # every vote (early stop would end it after two: test_decisions.py)
+    team = make_team(provider, [("a", wire, "m-a"), ("b", wire, "m-b"), ("c", wire, "m-c")],
+                     early_stop=False)
     events: list[dict] = []
     result = await run_team(team, tmp_path, events=events)
 
@@ -66,8 +68,10 @@ async def test_mixed_wire_formats(provider, tmp_path: Path) -> None:
 async def test_agents_never_see_real_ids_or_models(provider, tmp_path: Path) -> None:
     provider.script("secret-model-x", answer_then_vote("alpha answer", "agent1"))
     provider.script("secret-model-y", answer_then_vote("beta answer", "agent1"))
+    # unshuffled, to see the fixed order (the shuffle: test_decisions.py)
     team = make_team(provider, [("zeta-agent", "openai", "secret-model-x"),
-                                ("alpha-agent", "anthropic", "secret-model-y")])
+                                ("alpha-agent", "anthropic", "secret-model-y")],
+                     shuffle_answers=False)
     await run_team(team, tmp_path)
     coordination = [r for r in provider.requests if not presenting(r)]
     assert coordination
@@ -135,8 +139,9 @@ async def test_agent_that_only_writes_text_gets_one_reminder_then_its_text_is_it
     provider.script("chatty", Text("I think Kafka is nice."))
     provider.script("m2", answer_then_vote("answer two", "agent1"))  # b sorts first
     provider.script("m3", answer_then_vote("answer three", "agent1"))
+    # no early stop: chatty's own vote turn is what this test looks at
     team = make_team(provider, [("chatty", "gemini", "chatty"), ("b", "gemini", "m2"),
-                                ("c", "gemini", "m3")])
+                                ("c", "gemini", "m3")], early_stop=False)
     events: list[dict] = []
     result = await run_team(team, tmp_path, events=events)
     assert result.status == "completed"
@@ -149,8 +154,9 @@ async def test_agent_that_only_writes_text_gets_one_reminder_then_its_text_is_it
     assert any("took a text reply" in n for n in chatty.notes)
     assert next(a.text for a in result.answers if a.agent_id == "chatty") == (
         "I think Kafka is nice.")
-    # its text repeats its answer on the vote turn: told to vote, then counted as its vote
-    assert any("counted as a vote for its own answer" in n for n in chatty.notes)
+    # on its vote turn, text again (even after a reminder): no change, it stands by its answer
+    assert any("counted as no change, a vote for its own answer" in n for n in chatty.notes)
+    assert {v.voter: v.voted_for for v in result.votes}["chatty"] == "chatty"
     assert len(chatty_requests) <= 6
     assert result.winner is not None and result.winner.agent_id == "b"
 
@@ -292,7 +298,8 @@ async def test_hanging_provider_times_out_with_best_answer_so_far(provider, tmp_
     provider.script("stuck", Hang())
     # no first-answer wait, so "fine" votes while "stuck" hangs
     team = make_team(provider, [("fine", "openai", "fine"), ("stuck", "anthropic", "stuck")],
-                     orchestrator_timeout_seconds=1.0, first_answer_wait_seconds=0)
+                     orchestrator_timeout_seconds=1.0, first_answer_wait_seconds=0,
+                     call_timeout_seconds=60, straggler_grace_seconds=None)
     events: list[dict] = []
     result = await run_team(team, tmp_path, events=events)
     assert result.status == "timeout"

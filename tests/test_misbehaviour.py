@@ -106,7 +106,9 @@ async def test_jittered_answers_cost_exactly_2n_plus_1_calls(provider, tmp_path:
     provider.jitter = 0.15
     for i in range(n):
         provider.script(f"j{i}", answer_then_vote(f"answer {i}", "agent1"))
-    team = make_team(provider, [(f"a{i}", WIRES[i % 3], f"j{i}") for i in range(n)])
+    # every vote is counted here (early stop would cancel the last ones: test_decisions.py)
+    team = make_team(provider, [(f"a{i}", WIRES[i % 3], f"j{i}") for i in range(n)],
+                     early_stop=False)
     result = await run_team(team, tmp_path)
     assert result.status == "completed"
     assert result.totals.provider_calls == len(provider.requests) == 2 * n + 1

@@ -110,7 +110,7 @@ def test_typescript_client_answers_sampling_with_progress(tmp_path: Path) -> Non
 
     sampling = out["sampling"]
     assert sampling["answers"] == 3 and sampling["presentations"] == 1
-    assert sampling["votes"] >= 3
+    assert sampling["votes"] >= 2  # the third vote may be cancelled (early stop)
     assert sampling["systemPrompts"] == sampling["requests"]  # the JSON tool protocol
 
     assert out["errors"] == []
@@ -123,5 +123,5 @@ def test_typescript_client_answers_sampling_with_progress(tmp_path: Path) -> Non
     assert [p["progress"] for p in sent] == list(range(1, len(sent) + 1))
     messages = [p.get("message") or "" for p in sent]
     assert any("answered (" in m for m in messages[:len(received)])
-    assert any("votes 3/3" in m for m in messages)
+    assert any("votes 2/3" in m for m in messages)
     assert messages[-1] == "finished: completed"

@@ -30,7 +30,8 @@ def agents_team(*ids: str) -> Team:
 async def test_a_team_of_test_agents_through_the_mcp_server(tmp_path: Path) -> None:
     path = tmp_path / "team.yaml"
     path.write_text(yaml.safe_dump({"agents": [{"id": i, "backend": {"type": "test"}}
-                                               for i in ("ana", "bo", "cy")]}))
+                                               for i in ("ana", "bo", "cy")],
+                                    "orchestrator": {"early_stop": False}}))  # every vote
     async with memory_client(tmp_path, team=path) as client:
         r = await client.call_tool("run_consensus", {"task": "Which queue should we use?"})
     assert not r.is_error, r.content

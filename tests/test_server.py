@@ -33,7 +33,8 @@ def team_path(provider, tmp_path: Path) -> Path:
     provider.script("m-b", answer_then_vote("Use Kafka too", "agent2", final="FINAL: Kafka"))
     provider.script("m-c", answer_then_vote("Use SQS", "agent2", final="FINAL: Kafka"))
     return write_team(tmp_path / "team.yaml", provider,
-                      [("a", "openai", "m-a"), ("b", "anthropic", "m-b"), ("c", "gemini", "m-c")])
+                      [("a", "openai", "m-a"), ("b", "anthropic", "m-b"), ("c", "gemini", "m-c")],
+                      early_stop=False)  # every vote counted (early stop: test_decisions.py)
 
 
 async def poll_status(client: Client, run_id: str, until: set[str], timeout: float = 20) -> dict:

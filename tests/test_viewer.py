@@ -61,7 +61,7 @@ async def _recorded_run(provider: Any, state: Path) -> str:
     provider.script("v-bob", _bob)
     provider.script("v-carol", _carol)
     team = make_team(provider, [("alice", "openai", "v-alice"), ("bob", "anthropic", "v-bob"),
-                                ("carol", "gemini", "v-carol")])
+                                ("carol", "gemini", "v-carol")], early_stop=False)
     prepared = Engine(state, Environment({})).prepare_run(team, "Which queue should we use?")
     result = await prepared.start()
     assert result.status == "completed" and result.winner and result.winner.agent_id == "alice"

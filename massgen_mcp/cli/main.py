@@ -22,6 +22,7 @@ from massgen_mcp import __version__
 from massgen_mcp.cli.progress import (
     EXIT_DEGRADED,
     EXIT_FAILED,
+    EXIT_NO_CONSENSUS,
     EXIT_OK,
     EXIT_PARTIAL,
     EXIT_USAGE,
@@ -112,6 +113,12 @@ def _team_options(p: argparse.ArgumentParser) -> None:
                    help="answers per agent before it may only vote")
     p.add_argument("--max-total-tokens", type=int, default=None,
                    help="token budget for the whole run")
+    p.add_argument("--min-agreement", type=float, default=None, dest="min_agreement",
+                   help="share of the votes the winner needs, e.g. 0.67; below it the run "
+                        "ends no_consensus (exit 5) and lists the candidates")
+    p.add_argument("--stance", action="append", default=None, dest="stances",
+                   metavar="STANCE", help="for, against, neutral or an instruction, one per "
+                   "agent in team order (or agent_id=stance); repeatable")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--heartbeat", type=positive_seconds, default=10.0, metavar="SECONDS",
@@ -139,7 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "on stdout. Exit 0 completed, 1 failed, 2 bad usage or "
                                      "config, 3 timeout/budget (best answer so far printed), "
                                      "4 degraded (the agents left agreed; some were dropped, "
-                                     "see stderr).")
+                                     "see stderr), 5 no consensus (the winner's share of the "
+                                     "votes was below --min-agreement; the candidates are "
+                                     "on stderr).")
     run.add_argument("task", help="the task or question for the team")
     _team_options(run)
 
@@ -279,6 +288,8 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
         print(result.final_answer)
         if not args.quiet:
             print(result.summary_text().split("\n", 2)[-1], file=sys.stderr)
+    elif status == "no_consensus":  # nothing on stdout: the team gave no one answer
+        print(f"massgen-mcp: {result.summary_text()}", file=sys.stderr)
     else:  # nothing on stdout: there is no answer to print
         print(f"massgen-mcp: no answer (status {status}; run {result.run_id})"
               + (f": {result.error}" if result.error else ""), file=sys.stderr)
@@ -291,6 +302,8 @@ def _run_command(args: argparse.Namespace, command: str) -> int:
         return EXIT_OK
     if status == "degraded":
         return EXIT_DEGRADED
+    if status == "no_consensus":
+        return EXIT_NO_CONSENSUS
     return EXIT_PARTIAL if status in ("timeout", "budget_exceeded") else EXIT_FAILED
 
 
@@ -306,7 +319,8 @@ async def _run_once(args: argparse.Namespace, command: str, progress: Progress) 
     app = App(Path(args.state_dir) if args.state_dir else None, vocabulary=CLI)
     team = await app.team_for(models=args.models, team=args.team,
                               max_answers_per_agent=args.max_answers, timeout_s=args.timeout_s,
-                              max_total_tokens=args.max_total_tokens)
+                              max_total_tokens=args.max_total_tokens,
+                              min_agreement=args.min_agreement, stances=args.stances)
     for note in team.notes:
         print(f"massgen-mcp: {note}", file=sys.stderr)
     context = app.context_for(args.context, args.files, trusted=True)  # the user typed them

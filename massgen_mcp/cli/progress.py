@@ -11,6 +11,7 @@ from typing import Any
 
 HEARTBEAT_SECONDS = 10.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_DEGRADED = 0, 1, 2, 3, 4
+EXIT_NO_CONSENSUS = 5  # the winner's share of the votes was below --min-agreement
 
 
 def positive_seconds(text: str) -> float:

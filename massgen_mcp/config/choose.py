@@ -13,7 +13,7 @@ from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import load_team, team_from_data
 from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.config.shorthand import team_from_models
-from massgen_mcp.config.team import Team
+from massgen_mcp.config.team import AgentSpec, Team
 from massgen_mcp.errors import ConfigError, MissingKeyError
 from massgen_mcp.paths import bundled_configs_dir
 
@@ -34,6 +34,8 @@ class Vocabulary:
     timeout: str
     max_answers: str
     sampling: bool  # whether this caller can run on its client's model
+    stances: str = "stances"
+    min_agreement: str = "min_agreement"
 
     @property
     def models_name(self) -> str:
@@ -41,7 +43,8 @@ class Vocabulary:
 
 
 CLI = Vocabulary(models="--models {}", team="--team {}", timeout="--timeout",
-                 max_answers="--max-answers", sampling=False)
+                 max_answers="--max-answers", sampling=False, stances="--stance",
+                 min_agreement="--min-agreement")
 MCP = Vocabulary(models="models='{}'", team="team='{}'", timeout="timeout_s",
                  max_answers="max_answers_per_agent", sampling=True)
 PYTHON = Vocabulary(models='models="{}"', team='team="{}"', timeout="timeout_s",
@@ -64,9 +67,25 @@ def no_models_help(vocab: Vocabulary = MCP) -> str:
 NO_MODELS_HELP = no_models_help()
 
 
+#: A default team on a single provider is not three copies of one configuration: its agents
+#: use these models of that provider, ...
+SINGLE_PROVIDER_MODELS = {
+    "openai": ("gpt-5", "gpt-5-mini", "gpt-5"),
+    "claude": ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"),
+    "gemini": ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-pro"),
+    "grok": ("grok-4", "grok-3-mini", "grok-4"),
+}
+#: ... these temperatures (where the provider's models take one: OpenAI's and xAI's
+#: reasoning models do not) ...
+SINGLE_PROVIDER_TEMPERATURES = {"claude": (None, 0.3, 1.0), "gemini": (None, 0.3, 1.0)}
+#: ... and these stances (prompts.STANCES).
+SINGLE_PROVIDER_STANCES = ("neutral", "against", "for")
+
+
 def auto_team_models(env: Environment) -> list[str]:
     """The --models list a default team is built from: one agent per provider with a key;
-    with a single provider, three agents on it (OpenRouter: three different vendors)."""
+    with a single provider, three agents on it, on different models where it has them
+    (OpenRouter: three different vendors)."""
     available = [n for n in AUTO_PROVIDERS if env.first(PROVIDERS[n].key_env)]
     direct = [n for n in available if n != "openrouter"]
     if len(direct) >= 2:
@@ -74,8 +93,43 @@ def auto_team_models(env: Environment) -> list[str]:
     if "openrouter" in available:
         return [f"openrouter/{m}" for m in AUTO_MODELS["openrouter"]]
     if direct:
-        return [f"{direct[0]}/{PROVIDERS[direct[0]].default_model}"] * 3
+        name = direct[0]
+        models = SINGLE_PROVIDER_MODELS.get(name, (PROVIDERS[name].default_model,) * 3)
+        return [f"{name}/{m}" for m in models]
     return []
+
+
+def vary_single_provider(team: Team) -> Team:
+    """A default team whose agents all use one provider, with different temperatures and
+    stances (their models differ already, where the provider has several)."""
+    providers = {a.provider.name for a in team.agents}
+    if len(providers) != 1 or len(team.agents) < 2:
+        return team
+    name = providers.pop()
+    temperatures = SINGLE_PROVIDER_TEMPERATURES.get(name)
+    agents = []
+    for i, a in enumerate(team.agents):
+        backend = a.backend
+        t = temperatures[i % len(temperatures)] if temperatures else None
+        if t is not None and backend.temperature is None:
+            backend = backend.model_copy(update={"temperature": t})
+        agents.append(replace(a, backend=backend,
+                              stance=SINGLE_PROVIDER_STANCES[i % len(SINGLE_PROVIDER_STANCES)]))
+    def described(a: AgentSpec) -> str:
+        t = a.backend.temperature
+        return (f"{a.id} ({a.model}, temperature {'default' if t is None else t}, "
+                f"stance {a.stance})")
+
+    varied = ", ".join(described(a) for a in agents)
+    note = (f"the default team uses one provider ({name}, the only one with a key); its "
+            f"agents differ so they do not all answer alike: {varied}")
+    return replace(team, agents=tuple(agents), notes=(*team.notes, note))
+
+
+def keys_note(team: Team) -> str:
+    """Which key (by variable name) and endpoint each agent of a default team uses."""
+    return "keys and endpoints: " + "; ".join(
+        f"{a.id}: {a.key_source or 'no key'} at {a.endpoint}" for a in team.agents)
 
 
 def _bundled_file(name: str) -> str | None:
@@ -155,7 +209,9 @@ def resolve_team(
     auto = auto_team_models(env) or list(extra_models or [])
     if auto:
         t = team_from_models(auto, env)
-        return Team("auto", t.agents, t.orchestrator, "auto:" + ",".join(auto))
+        chosen = vary_single_provider(
+            Team("auto", t.agents, t.orchestrator, "auto:" + ",".join(auto)))
+        return replace(chosen, notes=(*chosen.notes, keys_note(chosen)))
     if sampling_available:
         t = team_from_models(["sampling"] * 3, env)
         return Team("sampling", t.agents, t.orchestrator, "auto:sampling")

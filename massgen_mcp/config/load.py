@@ -52,6 +52,7 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
             raise ConfigError(f"{path}.base_url: azure_openai needs the resource endpoint; "
                               "set AZURE_OPENAI_ENDPOINT or backend.base_url")
     api_key = b.api_key
+    key_source = "team file" if api_key is not None else None
     if api_key is None and provider.wire != "sampling" and not provider.local:
         key_env = provider.key_env
         if b.type == "chatcompletion" and base_url:
@@ -64,6 +65,7 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
             if found is None:
                 raise MissingKeyError(provider.name, key_env, f"{where}: agents[{index}]")
             api_key = SecretStr(found)
+            key_source = next(n for n in key_env if n in env)
     return AgentSpec(
         id=agent.id,
         provider=provider,
@@ -73,6 +75,7 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
         base_url=base_url,
         system_message="\n\n".join(
             t for t in (agent.system_message, agent.append_system_prompt) if t) or None,
+        key_source=key_source,
     )
 
 

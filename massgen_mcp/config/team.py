@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Self
 
 from pydantic import (
@@ -225,6 +225,28 @@ class OrchestratorConfig(_Lenient):
     #: before its next turn (that turn would be cancelled by the peer's answer anyway); 0
     #: turns the wait off (MassGen's behaviour).
     first_answer_wait_seconds: float = Field(default=60, ge=0)
+    #: The winner needs at least this share of the votes (0-1); below it the run ends
+    #: `no_consensus` with the candidates listed and no final answer. Unset: any winner.
+    min_agreement: float | None = Field(default=None, gt=0, le=1)
+    #: A member still working once every other live member has answered (or voted) gets
+    #: max(straggler_grace_seconds, straggler_grace_factor x its peers' longest turn), then
+    #: is cut off: the run goes on without it and ends `degraded`. null: never cut off.
+    straggler_grace_seconds: float | None = Field(default=30, ge=0)
+    straggler_grace_factor: float = Field(default=2.0, ge=0)
+    #: The deadline of one provider call; unset: a third of orchestrator_timeout_seconds.
+    #: A call past it is cancelled and the turn fails (retried once, then the agent drops).
+    call_timeout_seconds: float | None = Field(default=None, gt=0)
+    #: Output cap of every call whose backend sets no max_tokens; unset: sized per mode
+    #: (coordination/limits.py).
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    #: Stop once the outstanding votes cannot change the winner (nor bring it below
+    #: min_agreement): their turns are cancelled and counted. A deviation from MassGen,
+    #: which waits for every vote.
+    early_stop: bool = True
+    #: Show the answers in a seeded random order per voter and round (position bias);
+    #: the seed is recorded in the result (`shuffle_seed`) and can be fixed here.
+    shuffle_answers: bool = True
+    shuffle_seed: int | None = Field(default=None, ge=0)
     #: Checkpoint teams: how many live reviewers must vote for the plan that is approved
     #: (a split or plurality approves nothing). The server's --checkpoint-approval may
     #: ask for more; the stricter wins.
@@ -285,6 +307,10 @@ class AgentSpec:
     api_key: SecretStr | None
     base_url: str | None
     system_message: str | None = None
+    #: Where `api_key` came from: an environment variable's name, "team file", or None.
+    key_source: str | None = None
+    #: The stance the agent is asked to take (for / against / neutral / an instruction).
+    stance: str | None = None
     # Why this agent cannot run (an unset ${VAR} it needs): its backend fails with this, the
     # others run, and the run says `degraded` and why (as MassGen fails only that agent).
     unavailable: str | None = None
@@ -292,6 +318,56 @@ class AgentSpec:
     @property
     def label(self) -> str:
         return f"{self.id} ({self.provider.name}/{self.model})"
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint this agent calls, as a user would name it (no credentials or query:
+        it is shown in results)."""
+        if self.base_url:
+            from urllib.parse import urlsplit, urlunsplit
+
+            parts = urlsplit(self.base_url)
+            host = parts.netloc.rpartition("@")[2]
+            return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        if self.provider.wire in ("sampling", "function"):
+            return self.provider.wire
+        if self.provider.wire in ("claude_code", "codex", "gemini_cli"):
+            return f"the {self.provider.name} CLI's own"
+        return f"the {self.provider.name} SDK's default"
+
+
+#: The longest stance instruction accepted (it goes into the agent's system prompt).
+MAX_STANCE_CHARS = 1000
+
+
+def _stance_map(stances: list[str] | dict[str, str], ids: list[str],
+                where: str) -> dict[str, str]:
+    items = list(stances.items()) if isinstance(stances, dict) else []
+    if not isinstance(stances, dict):
+        positional = 0
+        for raw in stances:
+            key, sep, rest = str(raw).partition("=")
+            if sep and key.strip() in ids:
+                items.append((key.strip(), rest))
+            else:
+                if positional >= len(ids):
+                    raise ConfigError(f"{where}: {len(stances)} stances for a team of "
+                                      f"{len(ids)} agents ({', '.join(ids)}); give one per "
+                                      "agent, or name agents as id=stance")
+                items.append((ids[positional], str(raw)))
+                positional += 1
+    out = {}
+    for agent_id, stance in items:
+        text = str(stance).strip()
+        if agent_id not in ids:
+            raise ConfigError(f"{where}: no agent '{agent_id}' in this team (agents: "
+                              f"{', '.join(ids)})")
+        if not text or len(text) > MAX_STANCE_CHARS:
+            raise ConfigError(f"{where}: the stance for {agent_id} must be for, against, "
+                              f"neutral or an instruction of 1 to {MAX_STANCE_CHARS} "
+                              "characters")
+        out[agent_id] = text
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +380,27 @@ class Team:
     warnings: tuple[str, ...] = ()
     #: What the caller should know about how the team was put together (agents left out).
     notes: tuple[str, ...] = ()
+
+    def with_output_cap(self, tokens: int) -> Team:
+        """A copy whose agents without a `max_tokens` of their own get `tokens`."""
+        agents = tuple(a if a.backend.max_tokens is not None else replace(
+            a, backend=a.backend.model_copy(update={"max_tokens": tokens}))
+            for a in self.agents)
+        return Team(self.name, agents, self.orchestrator, self.source, self.warnings,
+                    self.notes)
+
+    def with_stances(self, stances: list[str] | dict[str, str] | None,
+                     where: str = "stances") -> Team:
+        """A copy with these stances set: a mapping agent id -> stance, or a list of
+        `for`, `against`, `neutral` or an instruction, in config order, each optionally
+        `agent_id=stance` to name its agent (PAL-style)."""
+        if not stances:
+            return self
+        by_id = _stance_map(stances, [a.id for a in self.agents], where)
+        agents = tuple(replace(a, stance=by_id[a.id]) if a.id in by_id else a
+                       for a in self.agents)
+        return Team(self.name, agents, self.orchestrator, self.source, self.warnings,
+                    self.notes)
 
     def with_overrides(self, **knobs: Any) -> Team:
         """A copy with orchestrator knobs replaced (None values are ignored)."""

@@ -48,6 +48,10 @@ class AgentState:
     native_calls: dict[str, int] = field(default_factory=dict)
     # When this agent stops waiting for its peers' first answers (see Orchestrator._wait).
     wait_until: float | None = None
+    # Turn timing, for the straggler grace (stragglers.py) and the answer order (turns.py).
+    turn_started: float | None = None
+    longest_turn: float = 0.0
+    turns: int = 0
 
     @property
     def live(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from massgen_mcp.config.team import OrchestratorConfig
 from massgen_mcp.coordination.agent import AgentState
+from massgen_mcp.coordination.limits import call_deadline
 from massgen_mcp.messages import Usage
 
 Stop = Callable[[str], None]  # stops the run with this explanation
@@ -28,6 +29,7 @@ class Budget:
         self.agents = agents
         self.max_attempts_per_turn = cfg.max_attempts_per_turn
         self.max_tool_calls_per_turn = cfg.max_tool_calls_per_turn
+        self.call_timeout_seconds: float | None = call_deadline(cfg)
         self.call_cap = cfg.provider_call_cap(len(agents), with_tools)
         self.calls_started = 0
         self.stopped = False

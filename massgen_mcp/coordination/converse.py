@@ -6,8 +6,11 @@ do wrong is read the way a careful human would, and noted on the agent:
 - a tool call written as text (`{"tool": "vote", "arguments": {...}}`, in a code fence or in
   prose) is the call: models and servers without tool calling speak this, as the sampling
   backend does;
-- a reply without any call gets one reminder; a text reply after the reminder is taken as
-  the agent's answer;
+- a reply without any call gets one reminder. A text reply after the reminder never replaces
+  an answer the agent already gave: from an agent with an answer it is "no change" (the
+  caller's `standing` decision, e.g. a vote for its own answer); only from an agent with no
+  answer yet may it become a first answer, and never when it is chatter ("Submitted.",
+  "Done", "I have already answered": faithful.is_chatter);
 - an invalid call gets the problems back as a tool error, up to `max_attempts_per_turn`.
 
 Every provider call goes through `call_model`, which counts it (cancelled ones too, their
@@ -25,6 +28,7 @@ import anyio
 from massgen_mcp.backends.sampling import parse_text_call
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
+from massgen_mcp.coordination.faithful import is_chatter
 from massgen_mcp.coordination.workflow import NEW_ANSWER, WORKFLOW_TOOLS, Decision
 from massgen_mcp.errors import BackendError, TransientBackendError
 from massgen_mcp.messages import (
@@ -48,6 +52,8 @@ class RunHooks(Protocol):
 
     max_attempts_per_turn: int
     max_tool_calls_per_turn: int
+    #: Seconds one provider call may take (limits.call_deadline); None: no deadline.
+    call_timeout_seconds: float | None
 
     def starting_call(self, a: AgentState) -> bool:
         """False when the run may make no more provider calls (it is being stopped)."""
@@ -73,8 +79,10 @@ async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpe
     if not hooks.starting_call(a):
         await anyio.lowlevel.checkpoint()  # the run is being cancelled: this raises
         raise BackendError("the run may make no more provider calls")
+    deadline = hooks.call_timeout_seconds
+    turn: Turn | None = None
     try:
-        with at_step(step):
+        with anyio.move_on_after(deadline) as scope, at_step(step):
             turn = await a.backend.turn(messages, tools)
     except anyio.get_cancelled_exc_class():
         # The provider still computes (and bills) a call we stop listening to.
@@ -86,6 +94,15 @@ async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpe
         if e.status is not None or isinstance(e, TransientBackendError):
             hooks.finished_call(a, Usage(calls=1))  # the provider was reached
         raise
+    if turn is None or scope.cancelled_caught:
+        # Past the deadline: a model that does not stop must not hold the whole team.
+        estimate = estimate_tokens(messages, tools)
+        hooks.finished_call(a, Usage(input_tokens=estimate, calls=1, cancelled_calls=1,
+                                     estimated_input_tokens=estimate))
+        raise TransientBackendError(
+            f"no reply within the {deadline:g}s deadline of one call (call_timeout_seconds; "
+            "by default a third of the run's time limit)",
+            provider=a.spec.provider.name, model=a.spec.model)
     a.add_native(turn.provider_data)
     u = turn.usage
     # A coding-agent CLI turn may make several model calls; it reports how many.
@@ -101,11 +118,13 @@ async def converse(
     check: Check,
     hooks: RunHooks,
     step: Step | None = None,
+    standing: Decision | None = None,
 ) -> Decision | str:
     """Call the model until it makes a valid workflow call; MCP tool calls loop inside.
 
     Returns the Decision, or an error text when the agent used up its attempts. Provider
-    errors propagate (`BackendError`).
+    errors propagate (`BackendError`). `standing`: what a text reply after the reminder
+    means from an agent that already has an answer (None: nothing, the turn fails).
     """
     tool_calls_left = hooks.max_tool_calls_per_turn
     invalid, reminded = 0, False
@@ -126,10 +145,21 @@ async def converse(
                 hooks.emit("reminder", agent=a.spec.id)
                 messages = [*messages, turn.as_message(), user(prompts.reminder(workflow_tools))]
                 continue
-            if NEW_ANSWER not in workflow_names or not turn.text.strip():
+            text = turn.text.strip()
+            if a.answers:  # text never replaces an answer the agent gave
+                if standing is None:
+                    return "replied with text instead of calling new_answer, even after a " \
+                           "reminder (its answer stands)"
+                a.note(f"replied with text and no tool call, even after a reminder "
+                       f"({text[:60]!r}): counted as no change, a vote for its own answer")
+                return standing
+            if NEW_ANSWER not in workflow_names or not text:
                 return "did not call new_answer or vote, even after a reminder"
+            if is_chatter(text):
+                return (f"replied {text[:60]!r} (no answer and no tool call), even after a "
+                        "reminder")
             calls, native = [ToolCall(new_call_id(), NEW_ANSWER, {"content": turn.text})], False
-            a.note("took a text reply (no tool call after a reminder) as the answer")
+            a.note("took a text reply (no tool call after a reminder) as its first answer")
         if any(c.name in WORKFLOW_TOOLS for c in calls):
             outcome = check(calls)
             if isinstance(outcome, Decision):

@@ -9,9 +9,14 @@ One task per agent. Rules (see shared/reference/consensus-semantics.md):
   first answer (up to `first_answer_wait_seconds`): that turn would be cancelled by the
   peer's answer, so waiting costs no time and saves a call per agent;
 - a vote from an agent whose restart is pending is ignored;
-- the run ends when every live agent has voted; most votes wins, ties go to config order;
+- the run ends when every live agent has voted, or sooner when the outstanding votes can no
+  longer change the winner (early stop, agreement.py; their turns are cancelled and
+  counted); most votes wins, ties go to config order;
+- a winner below `min_agreement` of the votes is no winner: the run ends `no_consensus`;
 - the winner presents the final answer (unless `skip_final_presentation`), checked against
-  its stored answer (presentation.py).
+  its stored answer (presentation.py);
+- a member still working once its peers are done is cut off after a grace (stragglers.py);
+- answers are shown in a seeded order per voter and round (turns.py).
 
 Bounds: `orchestrator_timeout_seconds`, `max_total_tokens`, `max_cost_usd` and the per-run
 provider-call cap stop the run with the best answer so far; `max_new_answers_per_agent`
@@ -33,11 +38,11 @@ import anyio
 from massgen_mcp.backends import Backend
 from massgen_mcp.config.prices import price_for
 from massgen_mcp.config.team import Team
-from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState, Toolbox
+from massgen_mcp.coordination.agreement import agreement_of
 from massgen_mcp.coordination.answers import AnswerFormat, ParsedAnswer, TextAnswer
 from massgen_mcp.coordination.budget import Budget
-from massgen_mcp.coordination.converse import converse
+from massgen_mcp.coordination.early_stop import settled_vote
 from massgen_mcp.coordination.presentation import present
 from massgen_mcp.coordination.result import (
     RunResult,
@@ -46,16 +51,16 @@ from massgen_mcp.coordination.result import (
     candidates,
     current_votes,
     pick_winner,
+    status_error,
 )
-from massgen_mcp.coordination.workflow import (
-    REPEATED,
-    Decision,
-    decide,
-    new_answer_tool,
-    vote_tool,
+from massgen_mcp.coordination.stragglers import Stragglers
+from massgen_mcp.coordination.turns import (
+    coordination_turn,
+    shuffle_seed,
+    wait_for_first_answers,
 )
+from massgen_mcp.coordination.workflow import Decision
 from massgen_mcp.errors import BackendError, TransientBackendError
-from massgen_mcp.messages import Step, ToolCall
 from massgen_mcp.urls import is_loopback_url
 
 log = logging.getLogger(__name__)
@@ -103,7 +108,12 @@ class Orchestrator:
         self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes),
                              stop=lambda detail: self.cancel("budget_exceeded", detail),
                              emit=self._emit)
+        self.stragglers = Stragglers(self.cfg, self.agents, self._cut_off)
+        self.seed = shuffle_seed(self.cfg, task, [a.spec.id for a in self.agents])
         self._changed: anyio.Event | None = None
+        self._presented = False
+        self._no_consensus = False
+        self._early_stopped = 0
         self._stop_reason: RunStatus | None = None
         self._stop_detail: str | None = None
         self._consensus = False
@@ -123,9 +133,12 @@ class Orchestrator:
         self._t0 = time.monotonic()
         self._changed = anyio.Event()
         self.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self._emit("run_started", max_provider_calls=self.budget.call_cap, agents=[
+        self._emit("run_started", max_provider_calls=self.budget.call_cap,
+                   call_timeout_seconds=self.budget.call_timeout_seconds,
+                   shuffle_seed=self.seed, agents=[
             {"agent": a.spec.id, "anonymous_id": a.anon, "model": a.spec.model,
-             "provider": a.spec.provider.name} for a in self.agents])
+             "provider": a.spec.provider.name, "key": a.spec.key_source,
+             "endpoint": a.spec.endpoint, "stance": a.spec.stance} for a in self.agents])
         if self.cfg.max_cost_usd is not None:
             for a in self.agents:
                 if a.price is None:
@@ -138,8 +151,11 @@ class Orchestrator:
                 outer.cancel()
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                for agent in self.agents:
-                    tg.start_soon(self._agent_loop, agent)
+                tg.start_soon(self.stragglers.watch, self._changed_event)
+                async with anyio.create_task_group() as loops:
+                    for agent in self.agents:
+                        loops.start_soon(self._agent_loop, agent)
+                tg.cancel_scope.cancel()  # every agent is done: stop the straggler watch
             if self._consensus:
                 await self._finish_with_winner()
         if outer.cancelled_caught and self._stop_reason is None:
@@ -167,6 +183,8 @@ class Orchestrator:
             status = self._stop_reason
         elif not self._finished:
             status = "running"
+        elif self._no_consensus:
+            status = "no_consensus"
         elif self._consensus:
             status = "degraded" if any(not a.live for a in self.agents) else "completed"
         else:
@@ -174,24 +192,12 @@ class Orchestrator:
         return build_result(
             self.agents, run_id=self.run_id, status=status, task=self.task,
             final=self._final, winner=self._winner, restarts=self._restarts,
-            error=self._error_text(status),
+            error=status_error(status, self.agents, self.cfg.orchestrator_timeout_seconds,
+                               has_answer=self._final is not None, detail=self._stop_detail),
             elapsed=round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
-            started_at=self.started_at, team=self.team.name, log_dir=self.log_dir)
-
-    def _error_text(self, status: RunStatus) -> str | None:
-        dropped = "; ".join(f"{a.spec.id}: {a.error}" for a in self.agents if not a.live)
-        if status == "failed":
-            best = " (the best answer so far is returned)" if self._final else ""
-            return f"every agent failed{best}: {dropped}"
-        if status == "degraded":
-            return f"the live agents agreed, but some agents were dropped: {dropped}"
-        if status == "timeout":
-            return (f"the run hit its {self.cfg.orchestrator_timeout_seconds:g}s time limit; "
-                    "this is the best answer so far")
-        if status == "budget_exceeded":
-            return (f"{self._stop_detail or 'the run used up its budget'}; "
-                    "this is the best answer so far")
-        return None
+            started_at=self.started_at, team=self.team.name, log_dir=self.log_dir,
+            presented=self._presented, shuffle_seed=self.seed,
+            early_stop_cancelled_turns=self._early_stopped)
 
     # ------------------------------------------------------------------ the loop
 
@@ -201,14 +207,19 @@ class Orchestrator:
                 assert self._changed is not None
                 await self._changed.wait()
                 continue
-            if await self._wait_for_first_answers(a):
+            if await wait_for_first_answers(a, self.agents, self.cfg, self._changed_event):
                 continue
             a.restart_pending = False
             a.turn_sources = []
             with anyio.CancelScope() as scope:
                 a.scope = scope
+                a.turn_started = anyio.current_time()
+                self._signal_change()  # the straggler watch looks at who is working
                 try:
-                    outcome: Decision | str = await self._coordination_turn(a)
+                    outcome: Decision | str = await coordination_turn(
+                        a, self.agents, cfg=self.cfg, fmt=self.fmt, task=self.task,
+                        context=self.context, hooks=self.budget, seed=self.seed,
+                        emit=self._emit)
                     permanent = False
                 except BackendError as e:
                     outcome, permanent = str(e), not isinstance(e, TransientBackendError)
@@ -218,7 +229,10 @@ class Orchestrator:
                 finally:
                     a.scope = None
             if scope.cancelled_caught:
-                continue  # a newer answer arrived: look again
+                continue  # a newer answer arrived (or it was cut off): look again
+            if self._consensus:
+                return  # the vote ended (early stop) while this reply was on its way
+            a.longest_turn = max(a.longest_turn, anyio.current_time() - (a.turn_started or 0))
             if isinstance(outcome, str):
                 if permanent or a.failed_turns >= MAX_FAILED_TURNS:
                     self._fail(a, outcome)
@@ -236,23 +250,6 @@ class Orchestrator:
                            reason="a newer answer arrived while this agent was voting")
             else:
                 self._on_vote(a, outcome)
-
-    async def _wait_for_first_answers(self, a: AgentState) -> bool:
-        """Hold an agent that has answered while a live peer is on its first answer (see the
-        module docstring). True when it waited (the caller looks at the state again)."""
-        wait = self.cfg.first_answer_wait_seconds
-        if not wait or not a.answers or not any(
-                b.live and not b.answers for b in self.agents if b is not a):
-            return False
-        now = anyio.current_time()
-        if a.wait_until is None:
-            a.wait_until = now + wait
-        if now >= a.wait_until:
-            return False
-        assert self._changed is not None
-        with anyio.move_on_after(a.wait_until - now):
-            await self._changed.wait()
-        return True
 
     def _on_answer(self, a: AgentState, answer: ParsedAnswer) -> None:
         a.answers.append(answer)
@@ -291,6 +288,7 @@ class Orchestrator:
                    reason=d.reason, votes=voted, live_agents=len(live),
                    message=f"{a.spec.id} voted for {target.spec.id} (votes {voted}/{len(live)})")
         self._check_consensus()
+        self._signal_change()
 
     def _fail(self, a: AgentState, error: str) -> None:
         a.error = error
@@ -300,61 +298,51 @@ class Orchestrator:
         self._check_consensus()
         self._signal_change()  # peers waiting for its first answer stop waiting
 
+    def _cut_off(self, a: AgentState, why: str) -> None:
+        """Drop a straggler (stragglers.py): its in-flight call is cancelled and counted."""
+        if not a.live:
+            return
+        a.error = why
+        a.vote = None
+        if a.scope is not None:
+            a.scope.cancel()
+        self._emit("agent_cut_off", agent=a.spec.id, error=why, message=f"{a.spec.id} {why}")
+        self._check_consensus()
+        self._signal_change()
+
     def _check_consensus(self) -> None:
+        if self._consensus:
+            return
         live = [b for b in self.agents if b.live]
         if live and all(b.vote is not None and not b.restart_pending for b in live):
-            self._consensus = True
-            if self._tg is not None:
-                self._tg.cancel_scope.cancel()
+            self._end_voting()
+            return
+        early = settled_vote(self.cfg, self.agents)
+        if early is None:
+            return
+        winner, outstanding = early
+        self._early_stopped = len(outstanding)
+        for b in outstanding:
+            b.note("its vote turn was cancelled: the outcome was already decided (early stop)")
+        self._emit("early_stop", winner=winner, cancelled_turns=len(outstanding),
+                   agents=[b.spec.id for b in outstanding],
+                   message=f"outcome decided: {len(outstanding)} outstanding vote turn(s) "
+                           "cancelled")
+        self._end_voting()
+
+    def _end_voting(self) -> None:
+        self._consensus = True
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+
+    def _changed_event(self) -> anyio.Event:
+        assert self._changed is not None
+        return self._changed
 
     def _signal_change(self) -> None:
         assert self._changed is not None
         self._changed.set()
         self._changed = anyio.Event()
-
-    # ------------------------------------------------------------------ one turn
-
-    def _may_answer(self, a: AgentState) -> bool:
-        limit = self.cfg.max_new_answers_per_agent
-        if limit is not None and len(a.answers) >= limit:
-            return False
-        cap = self.cfg.fairness_lead_cap
-        peers = [len(b.answers) for b in self.agents if b is not a and b.live]
-        return not (cap is not None and peers and len(a.answers) - min(peers) >= cap)
-
-    async def _coordination_turn(self, a: AgentState) -> Decision | str:
-        shown = [prompts.ShownAnswer(b.label or "", self.fmt.render(b.answers[-1]))
-                 for b in sorted(self.agents, key=lambda b: (b is a, b.anon)) if b.answers]
-        targets = sorted(b.anon for b in self.agents if b.answers)
-        may_answer = self._may_answer(a) or not targets
-        tools = ([new_answer_tool(self.fmt)] if may_answer else []) + (
-            [vote_tool(targets)] if targets else [])
-        messages = prompts.turn_messages(
-            own_system=a.spec.system_message, task=self.task, context=self.context,
-            instructions=self.fmt.instructions(), shown=shown, own_label=a.label,
-            noun=self.fmt.noun, sensitivity=self.cfg.voting_sensitivity,
-            vote_only=not may_answer)
-        self._emit("turn_started", agent=a.spec.id, sees=[s.label for s in shown])
-        previous = a.answers[-1].text if a.answers else None
-        told_to_vote = False
-
-        def check(calls: list[ToolCall]) -> Decision | list[str]:
-            nonlocal told_to_vote
-            outcome = decide(calls, fmt=self.fmt, may_answer=may_answer,
-                             may_vote=bool(targets), vote_targets=targets,
-                             previous_answer=previous,
-                             novelty=self.cfg.answer_novelty_requirement)
-            if isinstance(outcome, list) and outcome[0].startswith(REPEATED):
-                if told_to_vote:  # it stands by its answer: that is a vote for it
-                    return Decision("vote", voted_for=a.anon,
-                                    reason="re-submitted its answer unchanged",
-                                    note="re-submitted its answer unchanged after being told "
-                                         "to vote; counted as a vote for its own answer")
-                told_to_vote = True
-            return outcome
-
-        step = Step("coordinate", self.fmt.noun, a.label, tuple(targets), may_answer)
-        return await converse(a, messages, tools, check, self.budget, step)
 
     # ------------------------------------------------------------------ the end
 
@@ -367,14 +355,24 @@ class Orchestrator:
         self._emit("consensus", winner=w.spec.id, label=w.label, tally=dict(tally),
                    message=f"{w.spec.id} wins with {tally[w.spec.id]} votes")
         self._final = w.answers[-1]  # stands if the presentation fails or is cut short
+        share = agreement_of(w.spec.id, tally, uncast=self._early_stopped).share
+        need = self.cfg.min_agreement
+        if need is not None and share < need:
+            self._no_consensus = True
+            self._stop_detail = (
+                f"no consensus: the leading answer ({w.spec.id}) has {tally[w.spec.id]} of "
+                f"{sum(tally.values())} votes ({share:.0%}), below min_agreement {need:g}")
+            self._emit("no_consensus", leader=w.spec.id, share=round(share, 4),
+                       min_agreement=need, tally=dict(tally), message=self._stop_detail)
+            return
         if self.cfg.skip_final_presentation or not w.live:
             return
         self._emit("presentation_started", agent=w.spec.id,
                    message=f"{w.spec.id} is presenting the final answer")
-        self._final, presented = await present(w, self.agents, task=self.task,
-                                               context=self.context, fmt=self.fmt,
-                                               hooks=self.budget)
-        self._emit("presentation_done", agent=w.spec.id, presented=presented)
+        self._final, self._presented = await present(w, self.agents, task=self.task,
+                                                     context=self.context, fmt=self.fmt,
+                                                     hooks=self.budget)
+        self._emit("presentation_done", agent=w.spec.id, presented=self._presented)
 
     def settle(self) -> None:
         """Mark the run over; after a timeout/budget stop/cancel, pick the best answer so far:

@@ -1,9 +1,11 @@
 """The final presentation: the winner presents the team's answer, checked against its stored one.
 
 A model may "present" something that is not an answer: nothing, the protocol's own text, the
-tool schema's description ("Your complete answer."), or a fragment of what won. Each of those
+tool schema's description ("Your complete answer."), an echo of the votes ("the best, e.g.
+agent2"), the same sentence over and over, a fragment of what won, or a text that drops the
+winner's key content (faithful.py: its key terms, numbers and code lines). Each of those
 falls back to the stored winning answer, with a note saying why: the user gets what the team
-voted for, never less.
+voted for, never less. The result carries the stored winning answer either way.
 """
 
 from __future__ import annotations
@@ -12,6 +14,13 @@ from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.answers import AnswerFormat, AnswerRejected, ParsedAnswer
 from massgen_mcp.coordination.converse import RunHooks, converse
+from massgen_mcp.coordination.faithful import (
+    KEEP_SHARE,
+    MAX_REPETITION,
+    echoes,
+    kept_share,
+    repetition,
+)
 from massgen_mcp.coordination.workflow import (
     NEW_ANSWER,
     WORKFLOW_TOOLS,
@@ -45,8 +54,10 @@ def _schema_texts(fmt: AnswerFormat) -> set[str]:
 
 
 def presentation_problem(presented: ParsedAnswer, stored: ParsedAnswer,
-                         fmt: AnswerFormat) -> str | None:
-    """Why `presented` may not replace the stored winning answer, or None when it may."""
+                         fmt: AnswerFormat, reasons: list[str] | None = None) -> str | None:
+    """Why `presented` may not replace the stored winning answer, or None when it may.
+    `reasons` are the reasons of the votes the winner got (a presentation echoing one is
+    not an answer)."""
     text = presented.text.strip()
     if not text:
         return "it is empty"
@@ -54,9 +65,19 @@ def presentation_problem(presented: ParsedAnswer, stored: ParsedAnswer,
         return "it is the tool's own description text, not an answer"
     if any(mark.lower() in text.lower() for mark in _PROTOCOL_MARKS):
         return "it is coordination protocol text, not an answer"
+    echo = echoes(text, stored.text, reasons or [])
+    if echo:
+        return echo
+    repeated = repetition(text)
+    if repeated > MAX_REPETITION and repeated > repetition(stored.text):
+        return f"it repeats itself ({repeated:.0%} of its sentences are repeats)"
     if len(stored.text) >= _SHRINK_MIN and len(text) < SHRINK_RATIO * len(stored.text):
         return (f"it is a fragment of the winning {fmt.noun} ({len(text)} characters against "
                 f"{len(stored.text)})")
+    share, lost = kept_share(text, stored.text)
+    if share < KEEP_SHARE:
+        return (f"it drops the winning {fmt.noun}'s key content (keeps {share:.0%} of its key "
+                f"terms; lost: {', '.join(lost[:8])[:200]})")
     return None
 
 
@@ -97,7 +118,8 @@ async def present(
     if not isinstance(outcome, Decision) or outcome.answer is None:
         w.note(f"final presentation failed ({outcome}); the stored answer stands")
         return stored, False
-    problem = presentation_problem(outcome.answer, stored, fmt)
+    reasons = [a.vote.reason for a in agents if a.vote and a.vote.voted_for == w.anon]
+    problem = presentation_problem(outcome.answer, stored, fmt, reasons)
     if problem:
         w.note(f"final presentation not used ({problem}); the stored answer stands")
         return stored, False

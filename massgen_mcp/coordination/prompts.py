@@ -16,13 +16,32 @@ _SENSITIVITY = {
 }
 
 
+#: What each named stance asks of an agent; any other stance text is the instruction itself.
+STANCES = {
+    "for": "Your stance: argue FOR. Look for the strongest case in favour of the proposal or "
+           "the most promising answer, and build on it; still say plainly what is wrong.",
+    "against": "Your stance: argue AGAINST. Look for flaws, risks, counter-examples and "
+               "better alternatives; vote for an answer only if it survives your critique.",
+    "neutral": "Your stance: neutral. Weigh the arguments on both sides evenly.",
+}
+
+
+def stance_text(stance: str | None) -> str:
+    """The instruction for a stance ("" for none)."""
+    if not stance or not stance.strip():
+        return ""
+    key = stance.strip().lower()
+    return STANCES.get(key, f"Your stance: {stance.strip()}")
+
+
 @dataclass(frozen=True, slots=True)
 class ShownAnswer:
     label: str  # agent2.3
     text: str  # rendered by the answer format
 
 
-def coordination_system(own_system: str | None, noun: str, sensitivity: str) -> Message:
+def coordination_system(own_system: str | None, noun: str, sensitivity: str,
+                        stance: str | None = None) -> Message:
     parts = [own_system.strip()] if own_system else []
     parts.append(
         f"You are one of several expert agents working on the same task in parallel. You can see "
@@ -35,6 +54,8 @@ def coordination_system(own_system: str | None, noun: str, sensitivity: str) -> 
         f"merits, not on who wrote them. Do not call both tools, and do not reply without a "
         f"tool call."
     )
+    if stance_text(stance):
+        parts.append(stance_text(stance))
     return system("\n\n".join(parts))
 
 
@@ -66,8 +87,9 @@ def turn_messages(
     noun: str,
     sensitivity: str,
     vote_only: bool,
+    stance: str | None = None,
 ) -> list[Message]:
-    """One coordination turn: the task and the current answers (the agent's own last)."""
+    """One coordination turn: the task and the current answers (in `shown`'s order)."""
     ending = []
     if own_label:
         ending.append(f"Your own latest {noun} is {own_label}.")
@@ -77,7 +99,7 @@ def turn_messages(
         ending.append("Call new_answer or vote.")
     text = (task_block(task, context, instructions) + "\n\n" + answers_block(shown, noun)
             + "\n\n" + " ".join(ending))
-    return [coordination_system(own_system, noun, sensitivity), user(text)]
+    return [coordination_system(own_system, noun, sensitivity, stance), user(text)]
 
 
 REMINDER = ("You did not call a tool. You must end this turn by calling exactly one tool: "

@@ -1,10 +1,14 @@
 """`RunResult`: what a consensus run returns, the vote tally that picks the winner, and the
 assembly of a result from the agents' state.
 
-Statuses are truthful: `completed` means every agent is live and they all voted; `degraded`
-means the live agents agreed but some were dropped (`error` names them and why); `failed`
-means no agent is left. A `final_answer` the team did not agree on (timeout, budget, cancel,
-failed) carries `best_so_far: true`.
+Statuses are truthful: `completed` means every agent is live and the vote is decided (all
+voted, or the outstanding votes could not change the winner: early stop); `degraded` means the
+live agents agreed but some were dropped or cut off (`error` names them and why);
+`no_consensus` means the winner's share of the votes was below `min_agreement` (no final
+answer; the candidates and their votes are listed); `failed` means no agent is left. A
+`final_answer` the team did not agree on (timeout, budget, cancel, failed) carries
+`best_so_far: true`. Every result carries `agreement` and `dissent` (agreement.py) and the
+stored winning answer (`winning_answer`), whatever the presentation made of it.
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from massgen_mcp.coordination.agreement import Agreement, Dissent, agreement_of, dissent_of
+
 if TYPE_CHECKING:
     from massgen_mcp.coordination.agent import AgentState as Agent
     from massgen_mcp.coordination.answers import ParsedAnswer
 
 RunStatus = Literal[
-    "running", "completed", "degraded", "timeout", "budget_exceeded", "failed", "cancelled",
-    "interrupted"
+    "running", "completed", "degraded", "no_consensus", "timeout", "budget_exceeded", "failed",
+    "cancelled", "interrupted"
 ]
 #: While a run is live, answers in its snapshot (status.json, get_run) are clipped to this.
 LIVE_ANSWER_CHARS = 4000
@@ -84,6 +90,13 @@ class AgentInfo(BaseModel):
     usage: UsageInfo = Field(default_factory=UsageInfo)
     error: str | None = None
     notes: list[str] = Field(default_factory=list)
+    stance: str | None = Field(
+        default=None, description="The stance this agent was asked to take (for, against, "
+                                  "neutral, or a custom instruction).")
+    key: str | None = Field(
+        default=None, description="Where this agent's API key came from: the environment "
+                                  "variable's name, 'team file', or null for none.")
+    endpoint: str | None = Field(default=None, description="The endpoint it called.")
 
 
 class Totals(BaseModel):
@@ -99,6 +112,9 @@ class Totals(BaseModel):
     answers: int = 0
     votes: int = 0
     restarts: int = 0
+    early_stop_cancelled_turns: int = Field(
+        default=0, description="Vote turns cancelled (or their late replies discarded) "
+                               "because the outcome was already decided (early stop).")
 
 
 class FileChange(BaseModel):
@@ -136,7 +152,20 @@ class RunResult(BaseModel):
                                    "run stopped early or failed, and this is its best answer.")
     final_data: dict[str, Any] | None = Field(
         default=None, description="The structured final answer (plan and checkpoint modes).")
+    winning_answer: str | None = Field(
+        default=None, description="The winner's stored answer, exactly as the team voted for "
+                                  "it (final_answer is the winner's presentation of it).")
+    presented: bool = Field(
+        default=False, description="True when final_answer is the winner's presentation; "
+                                   "false when it is the stored winning answer (see notes).")
     winner: WinnerInfo | None = None
+    agreement: Agreement = Field(
+        default_factory=lambda: Agreement(kind="none", share=0.0),
+        description="How strongly the team agreed: kind (unanimous, majority, plurality, "
+                    "split, none) and the winner's share of the votes.")
+    dissent: list[Dissent] = Field(
+        default_factory=list, description="Each answer that did not win, with its votes, "
+                                          "voters and their reasons (empty when unanimous).")
     tally: dict[str, int] = Field(
         default_factory=dict, description="Votes per agent id, for agents with answers."
     )
@@ -152,28 +181,58 @@ class RunResult(BaseModel):
         default_factory=list, description="Warnings about the team: keys of its file that "
         "were accepted but not honoured, and what the team loses.")
     log_dir: str = ""
+    shuffle_seed: int | None = Field(
+        default=None, description="Seed of the per-voter, per-round order in which answers "
+                                  "were shown (position-bias control); null when not shuffled.")
     workspace: WorkspaceResult | None = Field(
         default=None, description="The winner's workspace, when the winner is a coding agent.")
 
     def summary_text(self) -> str:
-        """The short readable rendering: the final answer, then who won with how many votes."""
+        """The short readable rendering: the final answer, then who won with how many votes,
+        how strongly the team agreed, and who dissented."""
         if self.status == "running":
             return f"Run {self.run_id} is still running ({self.totals.answers} answers, " \
                    f"{self.totals.votes} votes so far). Call get_run to follow it."
+        if self.status == "no_consensus":
+            lines = ["No consensus: the team did not agree enough to give one answer.", ""]
+            lines += [f"- {c} ({n} vote{'s' if n != 1 else ''}): {_first_line(t)}"
+                      for c, n, t in self.candidates()]
+            lines += ["", f"— Status {self.status}; {self.elapsed_seconds:.1f}s; "
+                          f"run {self.run_id}"]
+            if self.error:
+                lines.append(f"— {self.error}")
+            return "\n".join(lines)
         head = self.final_answer or "(no answer)"
         if self.final_answer and self.best_so_far:
             head = "(best answer so far; the team did not agree on it)\n" + head
         lines = [head, ""]
         if self.winner:
-            total = sum(self.tally.values())
+            # votes an early stop cut count in the total: "2/3", not "2/2"
+            total = sum(self.tally.values()) + self.totals.early_stop_cancelled_turns
             lines.append(f"— Winner: {self.winner.agent_id} ({self.winner.model}) with "
-                         f"{self.winner.votes}/{total} votes; status {self.status}; "
-                         f"{self.elapsed_seconds:.1f}s; run {self.run_id}")
+                         f"{self.winner.votes}/{total} votes ({self.agreement.kind}); status "
+                         f"{self.status}; {self.elapsed_seconds:.1f}s; run {self.run_id}")
         else:
             lines.append(f"— Status {self.status}; run {self.run_id}")
+        for d in self.dissent:
+            if d.votes:
+                who = ", ".join(v.voter for v in d.voters)
+                lines.append(f"— Dissent: {d.agent_id} ({d.votes} vote"
+                             f"{'s' if d.votes != 1 else ''}: {who})")
         if self.error:
             lines.append(f"— {self.error}")
         return "\n".join(lines)
+
+    def candidates(self) -> list[tuple[str, int, str]]:
+        """(agent id, votes, answer text) for every answer, most votes first."""
+        texts = {a.agent_id: a.text for a in self.answers}
+        order = sorted(self.tally, key=lambda c: -self.tally[c])
+        return [(c, self.tally[c], texts.get(c, "")) for c in order]
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 def pick_winner(votes: dict[str, str], candidates: list[str]) -> tuple[str | None, Counter[str]]:
@@ -224,6 +283,24 @@ def agent_status(a: Agent) -> AgentState:
     return "answered" if a.answers else "waiting"
 
 
+def status_error(status: RunStatus, agents: list[Agent], time_limit: float, *,
+                 has_answer: bool, detail: str | None) -> str | None:
+    """The result's `error`: why the run failed or stopped early, naming dropped agents."""
+    dropped = "; ".join(f"{a.spec.id}: {a.error}" for a in agents if not a.live)
+    if status == "failed":
+        best = " (the best answer so far is returned)" if has_answer else ""
+        return f"every agent failed{best}: {dropped}"
+    if status == "degraded":
+        return f"the live agents agreed, but some agents were dropped: {dropped}"
+    if status == "no_consensus":
+        return detail
+    if status == "timeout":
+        return f"the run hit its {time_limit:g}s time limit; this is the best answer so far"
+    if status == "budget_exceeded":
+        return f"{detail or 'the run used up its budget'}; this is the best answer so far"
+    return None
+
+
 def build_result(
     agents: list[Agent],
     *,
@@ -238,14 +315,24 @@ def build_result(
     started_at: str,
     team: str,
     log_dir: str,
+    presented: bool = False,
+    shuffle_seed: int | None = None,
+    early_stop_cancelled_turns: int = 0,
 ) -> RunResult:
-    """The result (or live snapshot) of a run from its agents' state."""
+    """The result (or live snapshot) of a run from its agents' state. With status
+    `no_consensus`, `winner` is the leading answer: it is measured, not returned as won."""
     names = candidates(agents)
     votes = current_votes(agents)
-    _, tally = pick_winner(votes, names)
+    leader_id, tally = pick_winner(votes, names)
+    if winner is not None and winner.answers:
+        leader_id = winner.spec.id
+    agreement = agreement_of(leader_id, {c: tally[c] for c in names},
+                             uncast=early_stop_cancelled_turns)
+    no_consensus = status == "no_consensus"
     by_anon = {a.anon: a for a in agents}
     totals = Totals(restarts=restarts, votes=len(votes),
-                    answers=sum(len(a.answers) for a in agents))
+                    answers=sum(len(a.answers) for a in agents),
+                    early_stop_cancelled_turns=early_stop_cancelled_turns)
     infos = []
     costs = []
     for a in agents:
@@ -260,7 +347,9 @@ def build_result(
             agent_id=a.spec.id, anonymous_id=a.anon, provider=a.spec.provider.name,
             model=a.backend.model, status=agent_status(a), answers=len(a.answers),
             usage=info, error=a.error,
-            notes=[*a.notes, *(a.toolbox.notes if a.toolbox else [])]))
+            notes=[*a.notes, *(a.toolbox.notes if a.toolbox else [])],
+            stance=a.spec.stance, key=a.spec.key_source,
+            endpoint=a.spec.endpoint))
     totals.total_tokens = totals.input_tokens + totals.output_tokens
     if all(c is not None for c in costs):
         totals.cost_usd = round(sum(c for c in costs if c is not None), 6)
@@ -271,14 +360,21 @@ def build_result(
             return text
         return text[:LIVE_ANSWER_CHARS] + f"... ({len(text)} characters; all of it at the end)"
 
+    shown_winner = None if no_consensus else winner
     return RunResult(
         run_id=run_id, status=status, task=task[:500],
-        final_answer=final.text if final else None,
-        final_data=final.data if final else None,
-        best_so_far=final is not None and status not in ("completed", "degraded"),
-        winner=WinnerInfo(agent_id=winner.spec.id, model=winner.backend.model,
-                          label=winner.label or "", votes=tally[winner.spec.id])
-        if winner is not None and winner.answers else None,
+        final_answer=final.text if final and not no_consensus else None,
+        final_data=final.data if final and not no_consensus else None,
+        best_so_far=final is not None and status not in ("completed", "degraded",
+                                                         "no_consensus"),
+        winning_answer=(clip(shown_winner.answers[-1].text)
+                        if shown_winner is not None and shown_winner.answers else None),
+        presented=presented and not no_consensus,
+        winner=WinnerInfo(agent_id=shown_winner.spec.id, model=shown_winner.backend.model,
+                          label=shown_winner.label or "", votes=tally[shown_winner.spec.id])
+        if shown_winner is not None and shown_winner.answers else None,
+        agreement=agreement,
+        dissent=dissent_of(agents, leader_id),
         tally={c: tally[c] for c in names},
         votes=[VoteInfo(voter=a.spec.id, voted_for=by_anon[a.vote.voted_for].spec.id,
                         voted_for_label=a.vote_label, reason=a.vote.reason)
@@ -288,5 +384,5 @@ def build_result(
                             sources=a.answer_sources)
                  for a in agents if a.answers],
         agents=infos, totals=totals, elapsed_seconds=elapsed, started_at=started_at,
-        team=team, error=error, log_dir=log_dir,
+        team=team, error=error, log_dir=log_dir, shuffle_seed=shuffle_seed,
     )

@@ -18,7 +18,8 @@ from massgen_mcp.backends import Backend, BackendContext
 from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.team import Team
-from massgen_mcp.coordination.answers import AnswerFormat
+from massgen_mcp.coordination.answers import AnswerFormat, TextAnswer
+from massgen_mcp.coordination.limits import output_cap
 from massgen_mcp.coordination.orchestrator import Orchestrator
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
@@ -70,6 +71,9 @@ class Executor:
             return self._stopped(live, team, task, "failed", error=str(e), after=after)
         if workspaces is not None:
             live.listeners.append(workspaces.on_event)
+        # Every call has an output cap (coordination/limits.py); the team file's wins.
+        team = team.with_output_cap(output_cap(team.orchestrator,
+                                               (answer_format or TextAnswer()).noun))
         try:
             given = backend_context or BackendContext()
             backends = await self.pool.acquire(team, given, dataclasses.replace(

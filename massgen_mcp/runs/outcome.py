@@ -47,8 +47,8 @@ def is_error(result: RunResult) -> bool:
 
 def result_text(result: RunResult) -> str:
     """The tool's text: the answer with who won, or a plain statement that there is none."""
-    if result.status == "running" or result.final_answer:
-        return result.summary_text()
+    if result.status in ("running", "no_consensus") or result.final_answer:
+        return result.summary_text()  # no consensus: the candidates and their votes
     lines = [f"No answer (status {result.status}; run {result.run_id})."]
     if result.error:
         lines.append(result.error[0].upper() + result.error[1:])

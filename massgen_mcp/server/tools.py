@@ -102,6 +102,13 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         wait: Annotated[bool, Field(description="false: return the run id at once and follow "
                                                 "it with get_run (for short client "
                                                 "timeouts).")] = True,
+        min_agreement: Annotated[float | None, Field(gt=0, le=1, description=(
+            "Share of the votes the winner needs (e.g. 0.67); below it the run ends "
+            "no_consensus and lists the candidates instead of one answer."))] = None,
+        stances: Annotated[list[Annotated[str, Field(max_length=1000)]] | None, Field(
+            max_length=32, description=(
+                "One stance per agent in team order: for, against, neutral or an "
+                "instruction; 'agent_id=stance' names the agent."))] = None,
     ) -> Annotated[CallToolResult, RunResult]:
         """Ask a team of models: each agent answers in parallel, sees the others' anonymized
         answers, improves its own or votes; the most-voted answer wins and its author presents
@@ -111,7 +118,8 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         # Arguments first: a bad path is reported as such, before any team is chosen.
         full_context = app.context_for(context, files)
         chosen = await host.team_for(ctx, models=models, team=team, timeout_s=timeout_s,
-                                     max_answers_per_agent=max_answers_per_agent)
+                                     max_answers_per_agent=max_answers_per_agent,
+                                     min_agreement=min_agreement, stances=stances)
         prepared = app.consensus(chosen, task, context=full_context,
                                  backend_context=BackendContext(session=ctx.session))
         return _tool_result(await host.run(prepared, ctx, wait), chosen.notes)

@@ -92,6 +92,8 @@ class RunView:
     agents: list[AgentView]
     tally: dict[str, int]
     winner: dict[str, Any] | None
+    agreement: dict[str, Any] | None
+    dissent: list[dict[str, Any]]
     final_answer: str | None
     final_data: dict[str, Any] | None
     totals: dict[str, Any]
@@ -144,7 +146,8 @@ def load_run_view(state: Path, run_id: str, snapshot: RunResult | None = None) -
                                                                         meta.get("team") or ""),
         started_at=str(data.get("started_at") or ""), elapsed=elapsed,
         agents=list(agents.values()), tally=dict(data.get("tally") or {}),
-        winner=data.get("winner"), final_answer=data.get("final_answer"),
+        winner=data.get("winner"), agreement=data.get("agreement"),
+        dissent=list(data.get("dissent") or []), final_answer=data.get("final_answer"),
         final_data=data.get("final_data"), totals=dict(data.get("totals") or {}),
         cost=find_cost(data.get("totals")) or find_cost(data), error=data.get("error"),
         timeline=timeline, last_seq=max((m.seq for m in timeline), default=0),

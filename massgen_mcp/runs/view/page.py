@@ -134,16 +134,20 @@ def _chip(name: str, value: object) -> str:
 
 
 def _outcome(view: RunView) -> str:
-    total = sum(view.tally.values())
+    total = sum(view.tally.values()) + int(view.totals.get("early_stop_cancelled_turns") or 0)
     if view.winner:
         w = view.winner
         who = (f'<div class="muted">Winner</div><div class="winner-name" id="winner">'
                f'{esc(w.get("agent_id"))}</div><div class="winner-sub">{esc(w.get("model"))}'
-               f' \u00b7 {esc(w.get("label"))} \u00b7 {w.get("votes", 0)}/{total} votes</div>')
+               f' \u00b7 {esc(w.get("label"))} \u00b7 {w.get("votes", 0)}/{total} votes</div>'
+               + _agreement(view))
     elif view.live:
         busy = [a.agent_id for a in view.agents if a.working]
         who = ('<div class="muted">Working now</div><div class="winner-name busy" id="working">'
                + (esc(", ".join(busy)) if busy else "\u2014") + "</div>")
+    elif view.status == "no_consensus":
+        who = ('<div class="muted">Winner</div><div class="winner-name" id="winner">'
+               'no consensus</div>' + _agreement(view))
     else:
         who = '<div class="muted">Winner</div><div class="winner-name">none</div>'
     bars = []
@@ -157,6 +161,20 @@ def _outcome(view: RunView) -> str:
     return (f'<h2>Outcome</h2><section class="panel outcome" id="outcome"><div>{who}</div>'
             f'<div><div class="muted">Votes</div><div class="tally" id="tally">{tally}</div>'
             "</div></section>")
+
+
+def _agreement(view: RunView) -> str:
+    """How strongly the team agreed, and who dissented (with their reasons)."""
+    if not view.agreement:
+        return ""
+    kind, share = view.agreement.get("kind", ""), float(view.agreement.get("share") or 0)
+    out = [f'<div class="winner-sub" id="agreement">{esc(kind)} \u00b7 {share:.0%} of the '
+           "votes</div>"]
+    for d in view.dissent:
+        reasons = "; ".join(f'{v.get("voter")}: {v.get("reason")}' for v in d.get("voters", []))
+        out.append(f'<div class="muted dissent">dissent: {esc(d.get("agent_id"))} '
+                   f'({d.get("votes", 0)}) \u2014 {esc(_short(reasons, 300))}</div>')
+    return "".join(out)
 
 
 def _agent(view: RunView, a: AgentView) -> str:

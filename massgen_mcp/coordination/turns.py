@@ -1,0 +1,131 @@
+"""One coordination turn: what an agent is shown, which tools it gets, and how its reply reads.
+
+Position bias: models prefer the answer they see first (or last). Unless `shuffle_answers`
+is off, each voter sees the current answers in its own seeded random order, new each round
+(`answer_order`); the seed is recorded in the run, so any turn's order can be rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+
+import anyio
+
+from massgen_mcp.config.team import OrchestratorConfig
+from massgen_mcp.coordination import prompts
+from massgen_mcp.coordination.agent import AgentState
+from massgen_mcp.coordination.answers import AnswerFormat
+from massgen_mcp.coordination.converse import RunHooks, converse
+from massgen_mcp.coordination.workflow import (
+    REPEATED,
+    Decision,
+    decide,
+    new_answer_tool,
+    vote_tool,
+)
+from massgen_mcp.messages import Step, ToolCall
+
+Emit = Callable[..., None]
+
+
+def answer_order(agents: list[AgentState], a: AgentState, seed: int | None) -> list[AgentState]:
+    """The agents whose answers `a` sees this turn, in the order it sees them: by anonymous
+    id with its own last when `seed` is None, else shuffled by (seed, agent, round)."""
+    shown = sorted((b for b in agents if b.answers), key=lambda b: (b is a, b.anon))
+    if seed is not None:
+        random.Random(f"{seed}:{a.anon}:{a.turns}").shuffle(shown)
+    return shown
+
+
+async def wait_for_first_answers(a: AgentState, agents: list[AgentState],
+                                 cfg: OrchestratorConfig,
+                                 changed: Callable[[], anyio.Event]) -> bool:
+    """Hold an agent that has answered while a live peer is on its first answer (that turn
+    would be cancelled by the peer's answer anyway), up to `first_answer_wait_seconds`.
+    True when it waited (the caller looks at the state again)."""
+    wait = cfg.first_answer_wait_seconds
+    if not wait or not a.answers or not any(
+            b.live and not b.answers for b in agents if b is not a):
+        return False
+    now = anyio.current_time()
+    if a.wait_until is None:
+        a.wait_until = now + wait
+    if now >= a.wait_until:
+        return False
+    with anyio.move_on_after(a.wait_until - now):
+        await changed().wait()
+    return True
+
+
+def may_answer(cfg: OrchestratorConfig, a: AgentState, agents: list[AgentState]) -> bool:
+    """May `a` submit another answer (answer limit, fairness lead cap)?"""
+    limit = cfg.max_new_answers_per_agent
+    if limit is not None and len(a.answers) >= limit:
+        return False
+    cap = cfg.fairness_lead_cap
+    peers = [len(b.answers) for b in agents if b is not a and b.live]
+    return not (cap is not None and peers and len(a.answers) - min(peers) >= cap)
+
+
+async def coordination_turn(
+    a: AgentState,
+    agents: list[AgentState],
+    *,
+    cfg: OrchestratorConfig,
+    fmt: AnswerFormat,
+    task: str,
+    context: str | None,
+    hooks: RunHooks,
+    seed: int | None,
+    emit: Emit,
+) -> Decision | str:
+    """Run one turn of `a` to a Decision (answer or vote) or an error text."""
+    order = answer_order(agents, a, seed)
+    a.turns += 1
+    shown = [prompts.ShownAnswer(b.label or "", fmt.render(b.answers[-1])) for b in order]
+    targets = sorted(b.anon for b in agents if b.answers)
+    answer_ok = may_answer(cfg, a, agents) or not targets
+    tools = ([new_answer_tool(fmt)] if answer_ok else []) + (
+        [vote_tool(targets)] if targets else [])
+    messages = prompts.turn_messages(
+        own_system=a.spec.system_message, task=task, context=context,
+        instructions=fmt.instructions(), shown=shown, own_label=a.label, noun=fmt.noun,
+        sensitivity=cfg.voting_sensitivity, vote_only=not answer_ok, stance=a.spec.stance)
+    emit("turn_started", agent=a.spec.id, sees=[s.label for s in shown])
+    previous = a.answers[-1].text if a.answers else None
+    told_to_vote = False
+
+    def check(calls: list[ToolCall]) -> Decision | list[str]:
+        nonlocal told_to_vote
+        outcome = decide(calls, fmt=fmt, may_answer=answer_ok, may_vote=bool(targets),
+                         vote_targets=targets, previous_answer=previous,
+                         novelty=cfg.answer_novelty_requirement)
+        if isinstance(outcome, list) and outcome[0].startswith(REPEATED):
+            if told_to_vote:  # it stands by its answer: that is a vote for it
+                return Decision("vote", voted_for=a.anon,
+                                reason="re-submitted its answer unchanged",
+                                note="re-submitted its answer unchanged after being told "
+                                     "to vote; counted as a vote for its own answer")
+            told_to_vote = True
+        return outcome
+
+    # A text reply (no tool call, even after a reminder) from an agent with an answer is
+    # "no change": it stands by that answer.
+    standing = Decision("vote", voted_for=a.anon, reason="no change: it stands by its answer "
+                        "(a text reply without a tool call)") if a.answers else None
+    step = Step("coordinate", fmt.noun, a.label, tuple(targets), answer_ok)
+    return await converse(a, messages, tools, check, hooks, step, standing=standing)
+
+
+def shuffle_seed(cfg: OrchestratorConfig, task: str, agent_ids: list[str]) -> int | None:
+    """The run's answer-order seed (None: no shuffle): the configured one, else one derived
+    from the task and the team, so the same run shows the same orders (a recorded run
+    replays request for request) while each voter and round still gets its own."""
+    if not cfg.shuffle_answers:
+        return None
+    if cfg.shuffle_seed is not None:
+        return cfg.shuffle_seed
+    digest = hashlib.sha256("\0".join([task, *agent_ids]).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
