@@ -28,11 +28,11 @@ from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.store import RunStore, check_run_id
 from massgen_mcp.runs.view.model import find_cost, load_run_view
 from massgen_mcp.runs.view.page import RunRow, error_page, run_main, run_page, runs_page
+from massgen_mcp.urls import LOOPBACK_NAMES, host_allowed, origin_allowed, served_names
 
 if TYPE_CHECKING:
     from massgen_mcp.runs.engine import Engine
 
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 POLL_SECONDS = 0.2  # how often a live event stream looks for new lines in events.jsonl
 HEARTBEAT_SECONDS = 15.0
 LIST_LIMIT = 200
@@ -47,10 +47,12 @@ def viewer_app(state: Path, *, engine: Engine | None = None, token: str | None =
                     if token else "")
 
     def refused(request: Request) -> Response | None:
-        host = _hostname(request.headers.get("host") or "")
-        if host not in hosts:
-            return Response(f"Host '{host}' is not served here; open the address the server "
-                            "printed (or add it with --allowed-host).", 421)
+        host = request.headers.get("host") or ""
+        if not host_allowed(host, hosts):
+            return Response(f"Host '{host[:100]}' is not served here; open the address the "
+                            "server printed (or add it with --allowed-host).", 421)
+        if not origin_allowed(request.headers.get("origin"), hosts):
+            return Response("requests from another site's pages are refused (Origin)", 403)
         if not token:
             return None
         scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
@@ -122,13 +124,6 @@ def viewer_app(state: Path, *, engine: Engine | None = None, token: str | None =
     return Starlette(routes=[
         Route("/", home), Route(base, runs), Route(base + "/", runs),
         Route(base + "/{run_id}", run), Route(base + "/{run_id}/events", events)])
-
-
-def _hostname(header: str) -> str:
-    """`example.org:8765` -> `example.org`; `[::1]:8765` -> `::1`."""
-    if header.startswith("["):
-        return header[1:].split("]", 1)[0].lower()
-    return header.rsplit(":", 1)[0].lower() if header.count(":") == 1 else header.lower()
 
 
 def _row(store: RunStore, run_id: str) -> RunRow | None:
@@ -215,16 +210,9 @@ def with_viewer(mcp_app: Any, engine: Engine, *, host: str, port: int, token: st
     import socket
 
     from massgen_mcp.runs.view import set_served_at
-    from massgen_mcp.urls import is_loopback_host
 
-    names = set(LOOPBACK_NAMES)
-    public = host
-    if not is_loopback_host(host):
-        names |= {host, socket.gethostname(), socket.getfqdn(), *(allowed_hosts or [])}
-        names -= {"0.0.0.0", "::"}
-        if host in ("0.0.0.0", "::"):
-            public = socket.gethostname()
+    public = socket.gethostname() if host in ("0.0.0.0", "::") else host
     set_served_at(f"http://{public}:{port}/runs")
     viewer = viewer_app(engine.state, engine=engine, token=token,
-                        hosts=frozenset(n.lower() for n in names))
+                        hosts=served_names(host, allowed_hosts))
     return mount_viewer(mcp_app, viewer)
