@@ -1,9 +1,15 @@
-"""Files given to a run as context: read safely, bounded, never outside the working directory,
-and never a secret (`.env`, keys, credential stores: what the PreToolUse hook protects) unless
-the operator allowed it; the contents are sent to every provider of the team."""
+"""What a run sends to providers besides the prompts: the task, the context text and files.
+
+Files are read safely, bounded, never outside the working directory, and never a secret
+(`.env`, keys, token-bearing files: the one list in `hook/secret_files.py`) unless the operator
+allowed it. Task and context are bounded in size whoever sends them (stdio has no request size
+limit of its own) and the configured keys are replaced with `***` in them: everything here is
+sent to every provider of the team, on every turn.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from massgen_mcp.errors import InputError
@@ -11,7 +17,27 @@ from massgen_mcp.errors import InputError
 MAX_FILE_BYTES = 200_000
 MAX_TOTAL_BYTES = 600_000
 MAX_FILES = 20
+#: The task (for plan and checkpoint: goal, objective, constraints and action goals together)
+#: and the context (text and files together), in characters.
+MAX_TASK_CHARS = 100_000
+MAX_CONTEXT_CHARS = 1_000_000
 SECRET_FILES_FLAG = "--allow-secret-files"
+
+
+def screen_inputs(task: str, context: str | None, secrets: Iterable[str]
+                  ) -> tuple[str, str | None]:
+    """The task and context as they may be sent: within the size limits (InputError
+    otherwise) and with the configured keys (and anything shaped like a key) redacted."""
+    from massgen_mcp.redaction import Redactor
+
+    for what, text, limit, fix in (
+            ("the task", task, MAX_TASK_CHARS, "put long material in 'context' or 'files'"),
+            ("the context", context, MAX_CONTEXT_CHARS, "pass an excerpt")):
+        if text is not None and len(text) > limit:
+            raise InputError(f"{what} is {len(text):,} characters; the limit is {limit:,} "
+                             f"(it is sent to every agent on every turn): {fix}")
+    redactor = Redactor(secrets)
+    return redactor.text(task), (redactor.text(context) if context is not None else None)
 
 
 def read_context_files(paths: list[str], root: Path | None = None, *,

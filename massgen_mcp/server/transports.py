@@ -167,7 +167,11 @@ async def _serve_stdio(mcp: MCPServer, app: App) -> None:
     """`mcp.run_stdio_async()`, except that the end of stdin is noted before the session
     ends: the runs it stops are then `interrupted` because the client went away, not
     `cancelled` as if the client had asked."""
+    import mcp_types as types
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    from massgen_mcp.server.wire_errors import error_reply
 
     lowlevel = mcp._lowlevel_server  # run_stdio_async offers no way to watch the stream
     async with stdio_server() as (read, write):
@@ -176,6 +180,13 @@ async def _serve_stdio(mcp: MCPServer, app: App) -> None:
         async def watch() -> None:
             async with tx:
                 async for message in read:
+                    if isinstance(message, Exception):
+                        # A line the SDK could not read: the session would drop it silently.
+                        reply = error_reply(message)
+                        if reply is not None:
+                            await write.send(SessionMessage(
+                                types.jsonrpc_message_adapter.validate_python(reply)))
+                        continue
                     await tx.send(message)
                 # Before the session sees the end (when `tx` closes) and stops its requests.
                 app.engine.shut_down("the MCP client disconnected (stdin closed) while the "
