@@ -2,9 +2,10 @@
 
 Files are read safely, bounded, never outside the working directory, and never a secret
 (`.env`, keys, token-bearing files: the one list, in `hook/scope.py`, and a private key or a
-token in a git config found by content) unless the operator allowed it. Task and context are bounded in size whoever sends them (stdio has no request size
-limit of its own) and the configured keys are replaced with `***` in them: everything here is
-sent to every provider of the team, on every turn.
+token in a git config found by content) unless the operator allowed it. Task and context are
+bounded in size whoever sends them (stdio has no request size limit of its own) and the
+configured keys are replaced with `***` in them: everything here is sent to every provider
+of the team, on every turn.
 """
 
 from __future__ import annotations
