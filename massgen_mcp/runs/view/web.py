@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -56,11 +57,11 @@ def viewer_app(state: Path, *, engine: Engine | None = None, token: str | None =
         if not token:
             return None
         scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token):
+        if scheme.lower() == "bearer" and _same(given.strip(), token):
             return None
-        if hmac.compare_digest(request.cookies.get(_COOKIE, ""), cookie_value):
+        if _same(request.cookies.get(_COOKIE, ""), cookie_value):
             return None
-        if hmac.compare_digest(request.query_params.get("token", ""), token):
+        if _same(request.query_params.get("token", ""), token):
             rest = {k: v for k, v in request.query_params.items() if k != "token"}
             target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
             response = RedirectResponse(target, 303)
@@ -112,9 +113,12 @@ def viewer_app(state: Path, *, engine: Engine | None = None, token: str | None =
             return Response(str(e), 404)
         if not (store.root / run_id).is_dir():
             return Response(f"no run '{run_id}'", 404)
-        after = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        after = _event_id(request.headers.get("last-event-id")
+                          or request.query_params.get("after") or "0")
+        if after is None:
+            return Response("Last-Event-ID / after must be an event number (0 or more)", 400)
         return StreamingResponse(
-            _stream(store, run_id, int(after) if after.isdigit() else 0, engine),
+            _stream(store, run_id, after, engine),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
@@ -124,6 +128,22 @@ def viewer_app(state: Path, *, engine: Engine | None = None, token: str | None =
     return Starlette(routes=[
         Route("/", home), Route(base, runs), Route(base + "/", runs),
         Route(base + "/{run_id}", run), Route(base + "/{run_id}/events", events)])
+
+
+def _same(given: str, expected: str) -> bool:
+    """Constant-time comparison of a credential with any characters in it (`compare_digest`
+    raises on non-ASCII text: that was an HTTP 500)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"),
+                               expected.encode("utf-8", "surrogatepass"))
+
+
+_EVENT_ID = re.compile(r"[0-9]{1,18}")  # ASCII digits only: "²".isdigit() is True
+
+
+def _event_id(text: str) -> int | None:
+    """An SSE `Last-Event-ID` (or `?after=`) as an event number; None when it is not one."""
+    text = text.strip()
+    return int(text) if _EVENT_ID.fullmatch(text) else None
 
 
 def _row(store: RunStore, run_id: str) -> RunRow | None:
