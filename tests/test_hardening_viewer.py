@@ -23,17 +23,17 @@ def state(tmp_path: Path) -> Path:
     return tmp_path
 
 
-CREDENTIALS: list[dict[str, bytes]] = [
-    {"authorization": "Bearer pässwörd".encode()},
-    {"authorization": b"Bearer \xff\xfe\x00x"[:-2]},
-    {"authorization": b"Bearer " + TOKEN.encode() + "é".encode()},
-    {"cookie": "massgen_view=é☃".encode()},
-    {"authorization": b"Basic \xe9"},
+CREDENTIALS: list[dict[bytes, bytes]] = [
+    {b"authorization": "Bearer pässwörd".encode()},
+    {b"authorization": b"Bearer \xff\xfe"},
+    {b"authorization": b"Bearer " + TOKEN.encode() + "é".encode()},
+    {b"cookie": "massgen_view=é☃".encode()},
+    {b"authorization": b"Basic \xe9"},
 ]
 
 
 @pytest.mark.parametrize("headers", CREDENTIALS)
-async def test_non_ascii_credentials_are_401(state: Path, headers: dict[str, bytes]) -> None:
+async def test_non_ascii_credentials_are_401(state: Path, headers: dict[bytes, bytes]) -> None:
     with http_server(state, "--token", TOKEN) as server:
         base = server.url.rsplit("/", 1)[0]
         async with httpx.AsyncClient() as raw:
@@ -41,7 +41,7 @@ async def test_non_ascii_credentials_are_401(state: Path, headers: dict[str, byt
                 r = await raw.get(url, headers=headers)
                 assert r.status_code == 401, (url, r.status_code, r.text[:200])
             r = await raw.post(server.url, json={}, headers={
-                **headers, "content-type": b"application/json"})
+                **headers, b"content-type": b"application/json"})
             assert r.status_code == 401
 
 
@@ -59,13 +59,13 @@ async def test_non_ascii_token_in_the_query_is_401(state: Path) -> None:
 async def test_odd_event_ids_are_400(state: Path, value: str) -> None:
     with http_server(state, "--token", TOKEN) as server:
         base = server.url.rsplit("/", 1)[0]
-        auth = {"authorization": f"Bearer {TOKEN}"}
+        auth = {b"authorization": f"Bearer {TOKEN}".encode()}
         async with httpx.AsyncClient() as raw:
             r = await raw.get(f"{base}/runs/{RUN}/events", params={"after": value},
                               headers=auth)
             assert r.status_code == 400, (value, r.status_code)
             r = await raw.get(f"{base}/runs/{RUN}/events",
-                              headers={**auth, "last-event-id": value.encode()})
+                              headers={**auth, b"last-event-id": value.encode()})
             assert r.status_code == 400, (value, r.status_code)
 
 
