@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.types import ResourceLink
 from mcp_harness import http_server
 
 from massgen_mcp.coordination.result import AnswerInfo, RunResult, WinnerInfo
@@ -63,8 +64,8 @@ async def test_a_record_past_one_mib_is_read_in_pages_over_http(tmp_path: Path,
         async with Client(server.url, mode=mode) as client:
             r = await client.call_tool("get_run", {"run_id": RUN})
             assert not r.is_error
-            links = [c.uri for c in r.content if getattr(c, "type", "") == "resource_link"]
-            assert f"massgen://runs/{RUN}" in [str(u) for u in links]
+            links = [str(c.uri) for c in r.content if isinstance(c, ResourceLink)]
+            assert f"massgen://runs/{RUN}" in links
             index = json.loads(await _text(client, f"massgen://runs/{RUN}"))
             assert index["chars"] > 1024 * 1024
             whole = json.loads(await _whole(client, index))
