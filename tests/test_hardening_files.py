@@ -200,6 +200,19 @@ async def test_file_tools_protect_globs_and_every_spelling(
     assert "dev-config-content" in hits and "notes content" in hits
 
 
+@pytest.mark.parametrize("name", [".env", ".npmrc", "id_ed25519", "prod.tfstate",
+                                  "deploy/.pypirc", "keys/server.pem"])
+async def test_file_tools_never_show_secret_files(project: Path, name: str) -> None:
+    target = project / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("secret-content-xyz\n")
+    box = _box(project)  # nothing listed as protected: secrets are anyway
+    text, err = await _call(box, READ, path=name)
+    assert err and "protected" in text and "secret-content" not in text
+    hits, err = await _call(box, SEARCH, pattern="secret-content")
+    assert not err and "no match" in hits and f"{target}:" not in hits
+
+
 # ---------------------------------------------------------------- write-back
 
 

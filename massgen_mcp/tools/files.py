@@ -7,7 +7,8 @@ No server process is started and nothing needs installing.
 
 What an agent can reach, whatever its arguments say (they come from a model that may be
 reading a hostile repository): only files under a context path, after resolving symlinks and
-``..``; never a ``protected_paths`` entry, globs included (MassGen keeps those unmodifiable;
+``..``; never a secret file (the hook's list: ``.env``, keys, token-bearing files) nor a
+``protected_paths`` entry, globs included (MassGen keeps those unmodifiable;
 here, where nothing is written, they are kept out of reach entirely, e.g. for ``.env`` files;
 `config/protected.py` says how entries match, the same way for write-back). Every path
 is checked again at each call, so a symlink swapped in mid-run cannot lead outside. A context
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from massgen_mcp.config.protected import is_protected, normalize_all
+from massgen_mcp.hook.scope import secret_kind
 from massgen_mcp.messages import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -63,8 +65,11 @@ class Root:
     patterns: tuple[str, ...] = ()  # every entry, normalized (config/protected.py)
 
     def protects(self, real: Path) -> bool:
-        """Is `real` (resolved, inside this root) protected?"""
+        """Is `real` (resolved, inside this root) protected? Secret files (the hook's list:
+        `.env`, keys, token-bearing files) always are."""
         if any(real == p or real.is_relative_to(p) for p in self.protected):
+            return True
+        if secret_kind(str(real)) is not None:
             return True
         return is_protected(real.relative_to(self.path).as_posix(), self.patterns)
 
