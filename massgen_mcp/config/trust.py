@@ -15,11 +15,12 @@ Even then such a file may not start processes (`mcp_servers`), read files
 unless the operator chose `--allow-team-path=full`.
 
 `${VAR}` expands only in fields that hold secrets or endpoints (a backend's `api_key`,
-`base_url`, `api_version`, and its `mcp_servers`), never in prompts such as
-`system_message`, which are sent to a model. Fields that choose an endpoint or a process read
-the real environment only, not the project's `.env` (see `env.py`). In a restricted file,
-`${VAR}` is refused everywhere: such a file may not hold keys or endpoints at all, and a
-variable in `api_version` or a model name would carry a secret into a URL.
+`base_url`, `api_version`, its `mcp_servers` and a CLI agent's `env`), never in prompts such as
+`system_message`, which are sent to a model. Fields that choose an endpoint or a process (and
+`env` entries that name an endpoint, like `ANTHROPIC_BASE_URL`) read the real environment only,
+not the project's `.env` (see `env.py`). In a restricted file, `${VAR}` is refused everywhere:
+such a file may not hold keys or endpoints at all, and a variable in `api_version` or a model
+name would carry a secret into a URL.
 """
 
 from __future__ import annotations
@@ -30,18 +31,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from massgen_mcp.config.env import expand_vars
+from massgen_mcp.config.env import expand_vars, redirects
 from massgen_mcp.config.yaml_file import check_path_text
 from massgen_mcp.errors import ConfigError
 
 PathAccess = Literal["none", "restricted", "full"]
 ALLOW_FLAG = "--allow-team-path"
 # Backend fields that decide where requests and keys go, or that start processes.
-_REDIRECTING = ("base_url", "api_base", "azure_endpoint", "endpoint", "api_key", "headers",
+_REDIRECTING = ("base_url", "api_base", "azure_endpoint", "endpoint", "api_key", "headers", "env",
                 "default_headers", "extra_headers", "http_headers")
 _PROCESSES = ("mcp_servers", "custom_tools", "command", "cwd")
 # Backend fields where `${VAR}` is expanded (the whole value, for mcp_servers).
-_EXPANDED = ("api_key", "base_url", "api_version", "mcp_servers")
+_EXPANDED = ("api_key", "base_url", "api_version", "mcp_servers", "env")  # env: a CLI agent's
 _SECRET_FIELDS = ("api_key",)  # where a `${VAR}` may take its value from the project's .env
 
 
@@ -204,6 +205,8 @@ def expand_team_vars(data: Any, env: Any, *,
                 where = f"agents[{i}].backend.{k}"
                 if k == "mcp_servers":
                     new[k] = _expand_servers(v, env, endpoints, where, names, errors)
+                elif k == "env":
+                    new[k] = _expand_env(v, env, endpoints, where, names, errors)
                 elif k in _EXPANDED:
                     new[k] = expand_vars(v, env if k in _SECRET_FIELDS else endpoints, where,
                                          placeholders=names, errors=errors)
@@ -214,6 +217,17 @@ def expand_team_vars(data: Any, env: Any, *,
     return out
 
 
+def _expand_env(values: Any, env: Any, endpoints: Any, where: str,
+                names: Mapping[str, str] | None, errors: list[str] | None) -> Any:
+    """A process's `env`: keys may come from the .env, but not a variable that names an
+    endpoint, a proxy or a CA bundle (`ANTHROPIC_BASE_URL: ${X}`)."""
+    if not isinstance(values, dict):
+        return expand_vars(values, endpoints, where, placeholders=names, errors=errors)
+    return {k: expand_vars(v, endpoints if redirects(str(k)) else env, f"{where}.{k}",
+                           placeholders=names, errors=errors)
+            for k, v in values.items()}
+
+
 def _expand_servers(servers: Any, env: Any, endpoints: Any, where: str,
                     names: Mapping[str, str] | None, errors: list[str] | None) -> Any:
     """A backend's `mcp_servers` (list or mapping by name): `env` and `headers` values are
@@ -221,8 +235,9 @@ def _expand_servers(servers: Any, env: Any, endpoints: Any, where: str,
     def one(server: Any, at: str) -> Any:
         if not isinstance(server, dict):
             return expand_vars(server, endpoints, at, placeholders=names, errors=errors)
-        return {k: expand_vars(v, env if k in ("env", "headers") else endpoints, f"{at}.{k}",
-                               placeholders=names, errors=errors)
+        return {k: _expand_env(v, env, endpoints, f"{at}.{k}", names, errors) if k == "env"
+                else expand_vars(v, env if k == "headers" else endpoints, f"{at}.{k}",
+                                 placeholders=names, errors=errors)
                 for k, v in server.items()}
 
     if isinstance(servers, list):
