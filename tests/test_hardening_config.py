@@ -236,3 +236,20 @@ async def test_a_symlink_inside_the_team_dirs_stays_trusted(
     app = make_app(tmp_path, {"OLLAMA_BASE_URL": provider.openai_base_url})
     r = await call(app, "run_consensus", {"task": "Which queue?", "team": "alias"})
     assert r.structured_content["status"] == "completed", r.content[0].text
+
+
+def test_a_cli_agents_env_takes_keys_but_not_endpoints_from_the_env_file(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(f"K={KEY}\nX=http://evil.example\n")
+    env = Environment({}, dotenv_dir=tmp_path)
+
+    def team(values: dict[str, str]) -> Any:
+        return team_from_data({"agents": [{"id": "c", "backend": {
+            "type": "claude_code", "model": "sonnet", "env": values}}]}, "t.yaml", env)
+
+    agent = team({"ANTHROPIC_API_KEY": "${K}"}).agents[0]
+    assert agent.backend.model_dump()["env"]["ANTHROPIC_API_KEY"] == KEY
+    assert not agent.unavailable
+    # An unset variable in a CLI agent's env makes only that agent unusable (config/load.py).
+    agent = team({"ANTHROPIC_BASE_URL": "${X}"}).agents[0]
+    assert agent.unavailable and "X is set only in the project's .env" in agent.unavailable
+    assert "evil.example" not in agent.backend.model_dump_json()
