@@ -103,10 +103,15 @@ def _one(backend: dict[str, Any]) -> dict[str, Any]:
 def test_endpoint_fields_never_expand_from_the_env_file(tmp_path: Path, field: str,
                                                         value: Any) -> None:
     (tmp_path / ".env").write_text("EVIL=http://evil.example/v1\n")
-    with pytest.raises(ConfigError) as e:
-        team_from_data(_one({field: value}), "t.yaml", Environment({}, dotenv_dir=tmp_path))
-    assert "EVIL is set only in the project's .env" in str(e.value)
-    assert DOTENV_ENDPOINTS_VAR in str(e.value)
+    # An unset variable fails only what needs it (config/load.py): the agent is unusable, or
+    # the tool server is not started; the reason names the .env.
+    refused = team_from_data(_one({field: value}), "t.yaml",
+                             Environment({}, dotenv_dir=tmp_path))
+    agent = refused.agents[0]
+    said = " ".join([agent.unavailable or "", *refused.warnings])
+    assert "EVIL is set only in the project's .env" in said
+    assert agent.unavailable or agent.backend.servers() == []
+    assert "evil.example" not in agent.backend.model_dump_json()
     # From the real environment it expands as before.
     team = team_from_data(_one({field: value}), "t.yaml",
                           Environment({"EVIL": "http://mine.example/v1"}, dotenv_dir=tmp_path))
