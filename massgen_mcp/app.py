@@ -44,6 +44,8 @@ class App:
         team_policy: TeamPolicy | None = None,
         allow_secret_files: bool = False,
         allow_cli_agents: bool = False,
+        allow_checkpoint_team_override: bool = False,
+        checkpoint_approval: str | None = None,
     ) -> None:
         #: How this caller names its arguments in messages (CLI flags, tool arguments, ...).
         self.vocabulary = vocabulary
@@ -58,6 +60,10 @@ class App:
         self.engine = Engine(state or state_dir(cwd=self.cwd), self.env)
         self.default_team = default_team
         self.checkpoint_team = checkpoint_team
+        #: May a `checkpoint` call name its own reviewers (`models`/`team`)? Operator only.
+        self.allow_checkpoint_team_override = allow_checkpoint_team_override
+        #: The operator's approval rule for checkpoints (majority | unanimous; None: majority).
+        self.checkpoint_approval = checkpoint_approval
 
     @property
     def state(self) -> Path:
@@ -150,10 +156,12 @@ class App:
         return join_context(context, Redactor(configured_secrets(env=self.env)).text(text))
 
     def reviewer_team_name(self, models: str | None, team: str | None) -> str | None:
-        """The checkpoint reviewer team: the call's, else --checkpoint-team, else bundled."""
+        """The checkpoint reviewer team: --checkpoint-team, else bundled; a call's own
+        `models`/`team` only with --allow-checkpoint-team-override (else InputError)."""
         from massgen_mcp.modes.checkpoint.run import checkpoint_team
 
-        return checkpoint_team(self.env, self.checkpoint_team, models, team)
+        return checkpoint_team(self.env, self.checkpoint_team, models, team,
+                               allow_override=self.allow_checkpoint_team_override)
 
     # ------------------------------------------------------------------ modes
 
@@ -188,7 +196,8 @@ class App:
 
         return prepare_checkpoint(self.engine, team, objective=objective,
                                   action_goals=action_goals, eval_criteria=eval_criteria,
-                                  workspace_dir=workspace_dir, listener=listener,
+                                  workspace_dir=workspace_dir,
+                                  approval=self.checkpoint_approval, listener=listener,
                                   backend_context=backend_context)
 
     # ------------------------------------------------------------------ runs
@@ -242,12 +251,15 @@ class App:
                         environment: dict[str, Any] | str | None = None,
                         safety_policy: list[str] | str | None = None
                         ) -> tuple[CheckpointSession, bool]:
-        """Store (or replace) a workspace's checkpoint session; True when it replaced one."""
+        """Store (or replace) a workspace's checkpoint session; True when it replaced one.
+        `trajectory_path` obeys the rules of `files`: inside the working directory, never a
+        secret file unless the operator allowed them."""
         from massgen_mcp.modes.checkpoint.store import init_session
 
         return init_session(self.state, workspace_dir, original_task, available_tools,
                             trajectory_path=trajectory_path, environment=environment,
-                            safety_policy=safety_policy)
+                            safety_policy=safety_policy, files_root=self.cwd,
+                            allow_secret_files=self.allow_secret_files)
 
     def checkpoint_session(self, workspace_dir: str | None = None) -> CheckpointSession:
         """The session of `workspace_dir` (default: the latest); an error naming

@@ -49,10 +49,8 @@ def read_context_files(paths: list[str], root: Path | None = None, *,
     Paths are relative to `root` (the server's working directory) and may not leave it,
     not even through a symlink. Binary files and files over the size limits are refused with
     an error that says which file and why. So are secret-bearing files (the hook's notion of
-    a secret), unless `allow_secrets`.
+    a secret), unless `allow_secrets`. Each path is checked by `check_context_path`.
     """
-    from massgen_mcp.hook.scope import secret_kind
-
     if not paths:
         return ""
     if len(paths) > MAX_FILES:
@@ -60,23 +58,7 @@ def read_context_files(paths: list[str], root: Path | None = None, *,
     base = (root or Path.cwd()).resolve()
     parts, total = [], 0
     for raw in paths:
-        if not isinstance(raw, str) or not raw.strip():
-            raise InputError("files: every entry must be a non-empty path string")
-        if "\x00" in raw:
-            raise InputError(f"files: {raw!r} contains a NUL character (\\0); give a plain "
-                             "path")
-        target = (base / raw).resolve()
-        if not target.is_relative_to(base):
-            raise InputError(f"files: '{raw}' is outside the working directory {base}; "
-                             "give a path inside it")
-        kind = None if allow_secrets else (secret_kind(str(target)) or secret_kind(raw))
-        if kind:
-            raise InputError(f"files: '{raw}' is {kind}, which is never sent to the models; "
-                             "pass the non-secret parts in 'context', or start the server with "
-                             f"{SECRET_FILES_FLAG}")
-        if not target.is_file():
-            what = "a directory" if target.is_dir() else "not found"
-            raise InputError(f"files: '{raw}' is {what} (paths are relative to {base})")
+        target = check_context_path(raw, base, allow_secrets=allow_secrets)
         size = target.stat().st_size
         if size > MAX_FILE_BYTES:
             raise InputError(f"files: '{raw}' is {size:,} bytes; the limit is "
@@ -114,6 +96,34 @@ def _secret_content(path: Path, data: bytes) -> str | None:
             _URL_PASSWORD.search(data) or _GIT_HEADER.search(data)):
         return "a git config with a token (in a remote URL or an extra header)"
     return None
+
+
+def check_context_path(raw: object, base: Path, *, allow_secrets: bool = False,
+                       what: str = "files", relative_to: Path | None = None) -> Path:
+    """The resolved regular file `raw` names, or InputError: the rules of every tool argument
+    that reads a file (`files`, `trajectory_path`, ...). Inside `base` (the server's working
+    directory), not even through a symlink; never a secret unless `allow_secrets`.
+    `relative_to`: where a relative path starts (default `base`)."""
+    from massgen_mcp.hook.scope import secret_kind
+
+    if not isinstance(raw, str) or not raw.strip():
+        raise InputError(f"{what}: every entry must be a non-empty path string")
+    if "\x00" in raw:
+        raise InputError(f"{what}: {raw!r} contains a NUL character (\\0); give a plain path")
+    target = ((relative_to or base) / Path(raw).expanduser()).resolve()
+    if not target.is_relative_to(base):
+        raise InputError(f"{what}: '{raw}' is outside the working directory {base}; give a "
+                         "path inside it")
+    kind = None if allow_secrets else (secret_kind(str(target)) or secret_kind(raw))
+    if kind:
+        raise InputError(f"{what}: '{raw}' is {kind}, which is never sent to the models; "
+                         "pass the non-secret parts in 'context', or start the server with "
+                         f"{SECRET_FILES_FLAG}")
+    if not target.is_file():
+        what_it_is = "a directory" if target.is_dir() else "not found"
+        raise InputError(f"{what}: '{raw}' is {what_it_is} (paths are relative to "
+                         f"{relative_to or base})")
+    return target
 
 
 def join_context(context: str | None, files_text: str) -> str | None:

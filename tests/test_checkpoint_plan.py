@@ -510,10 +510,18 @@ def test_superseded_plan_copied_back_approves_nothing(workspace: Path) -> None:
             old = (Path(session.session_dir) / "active_plan.json").read_text()
     (Path(session.session_dir) / "active_plan.json").write_text(old)
     assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_002"
-    Path(active.ledger_path(session.session_id)).write_text(old)  # the hook gates this write
-    assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_001"
-    init_session(state, workspace, "Ship v3", TOOL_INFO)
+    current = Path(active.ledger_path(session.session_id)).read_text()
+    # Even a byte-for-byte copy put into the hook's own ledger is not the current checkpoint.
+    Path(active.ledger_path(session.session_id)).write_text(old)  # (a hardline write, too)
+    _, plan, problem = active.load_active_plan(str(workspace))
+    assert plan is None and problem and "not the current one (#2)" in problem
+    Path(active.ledger_path(session.session_id)).write_text(current)
+    assert active.load_active_plan(str(workspace))[1]["checkpoint_id"] == "ckpt_002"
+    init_session(state, workspace, "Ship v3", TOOL_INFO)  # deactivates
     assert active.load_active_plan(str(workspace))[1] is None
+    Path(active.ledger_path(session.session_id)).write_text(current)  # the last one, put back
+    _, plan, problem = active.load_active_plan(str(workspace))
+    assert plan is None and problem and "deactivated" in problem
 
 
 # ----------------------------------------------------------------------------- review task

@@ -351,7 +351,9 @@ def decision(out: dict[str, Any] | None) -> tuple[str, str]:
 
 
 def test_dangerous_bash_is_denied_with_the_way_out(workspace: Path) -> None:
-    rc, out, _ = run_hook(call("Bash", {"command": "rm -rf ~", "description": "x"}, workspace))
+    # (`rm -rf ~` is on the hard line: its reason offers no checkpoint; test_guard_hardline)
+    rc, out, _ = run_hook(call("Bash", {"command": "rm -rf /srv/app", "description": "x"},
+                               workspace))
     verdict, reason = decision(out)
     assert rc == 0 and verdict == "deny"
     assert "Destruction & reversibility" in reason and "`checkpoint`" in reason
@@ -483,7 +485,7 @@ def test_unapproved_gated_calls_are_denied_with_the_step(planned: Path) -> None:
         ("mcp__ops__deploy", {"env": "staging", "version": "2"}, "step 2"),
         ("mcp__ops__deploy", {"env": "prod", "version": "2", "force": True}, "step 2"),
         ("Bash", {"command": "rm -rf /srv/app"}, "step 3"),
-        ("Bash", {"command": "git push --force-with-lease origin main; rm -rf ~"}, "step 4"),
+        ("Bash", {"command": "git push --force-with-lease origin main; rm -rf /srv"}, "step 4"),
         ("Bash", {"command": "git push --force-with-lease origin $(cat /etc/passwd)"}, "step 4"),
         ("Write", {"file_path": str(planned / ".env"), "content": "K=1"}, "step 5"),
     ]
@@ -529,13 +531,14 @@ def test_plan_kept_outside_the_workspace_is_found(tmp_path: Path, workspace: Pat
     assert decision(run_hook(payload)[1])[0] == "allow"
 
 
-def test_broken_index_suspends_approvals_only(planned: Path) -> None:
+def test_broken_index_fails_closed_with_the_reason(planned: Path) -> None:
+    """Fail closed: with a plan active, unusable state denies every call, naming the file."""
     index = planned / ".massgen" / "checkpoints" / "index.json"
     index.write_text("{truncated")
-    assert run_hook(call("Bash", {"command": "ls"}, planned))[:2] == (0, None)
-    _, out, err = run_hook(call("Bash", {"command": "rm -rf /srv/app/releases/v0"}, planned))
-    verdict, _ = decision(out)
-    assert verdict == "deny" and "index" in err and "unreadable" in err
+    for command in ("ls", "rm -rf /srv/app/releases/v0"):
+        _, out, _ = run_hook(call("Bash", {"command": command}, planned))
+        verdict, reason = decision(out)
+        assert verdict == "deny" and "index.json is not valid JSON" in reason, command
 
 
 @pytest.mark.parametrize("content", ["{truncated", None])

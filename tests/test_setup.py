@@ -243,3 +243,62 @@ def test_codex_dotted_keys_and_inline_tables_of_other_servers(tmp_path: Path) ->
     path.write_text("model = \n")
     with pytest.raises(InputError, match="not valid TOML"):
         run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None, command=["m"])
+
+
+# ------------------------------------------------------------------ the Bash sandbox
+
+
+def test_sandbox_is_merged_into_the_users_settings_once(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("MASSGEN_MCP_KEY_FILE", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    (tmp_path / ".claude").mkdir()
+    mine = {"permissions": {"deny": ["Bash(curl:*)"]},
+            "sandbox": {"filesystem": {"denyRead": ["~/private"]}, "excludedCommands": ["docker"]}}
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(mine))
+    changes = run_setup(tmp_path, ["claude"], hooks=True, instructions=None,
+                        command=["massgen-mcp"], sandbox=True, allow_domains=["pypi.org"])
+    assert any("PreToolUse hook and Bash sandbox" in c for c in changes)
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    sandbox = settings["sandbox"]
+    assert sandbox["enabled"] is True and sandbox["failIfUnavailable"] is True
+    assert sandbox["allowUnsandboxedCommands"] is False
+    assert sandbox["excludedCommands"] == ["docker"]  # the user's keys are kept
+    assert sandbox["filesystem"]["denyRead"][:2] == ["~/private", "~/.config/massgen-mcp"]
+    assert "~/.ssh" in sandbox["filesystem"]["denyRead"]
+    assert "./.massgen/checkpoints" in sandbox["filesystem"]["denyWrite"]
+    assert sandbox["network"] == {"allowedDomains": ["pypi.org"]}
+    deny = settings["permissions"]["deny"]
+    assert deny[0] == "Bash(curl:*)" and "Read(~/.config/massgen-mcp/**)" in deny
+    assert "Read" in settings["hooks"]["PreToolUse"][0]["matcher"]
+    before = snapshot(tmp_path)
+    assert run_setup(tmp_path, ["claude"], hooks=True, instructions=None,
+                     command=["massgen-mcp"], sandbox=True, allow_domains=["pypi.org"]) == []
+    assert snapshot(tmp_path) == before
+
+
+def test_sandbox_is_claude_codes_and_a_bad_sandbox_section_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="--client claude"):
+        run_setup(tmp_path, ["codex"], hooks=False, instructions=None, command=["m"],
+                  sandbox=True)
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text('{"sandbox": true}')
+    with pytest.raises(InputError, match="'sandbox' must be an object"):
+        run_setup(tmp_path, ["claude"], hooks=False, instructions=None, command=["m"],
+                  sandbox=True)
+    assert json.loads((tmp_path / ".claude" / "settings.json").read_text()) == {"sandbox": True}
+
+
+def test_setup_sandbox_from_the_command_line(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from massgen_mcp.cli.main import main
+
+    args = ["setup", "--client", "claude", "--sandbox", "--allow-domain", "pypi.org",
+            "--command", "massgen-mcp", "--dir", str(tmp_path)]
+    assert main(args) == 0
+    assert "Bash sandbox" in capsys.readouterr().out
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert settings["sandbox"]["network"]["allowedDomains"] == ["pypi.org"]
+    assert "hooks" not in settings  # --sandbox alone adds no hook
+    assert main(args) == 0 and "nothing to change" in capsys.readouterr().out

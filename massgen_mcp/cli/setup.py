@@ -22,6 +22,10 @@ program outside a virtual environment, else the executable's absolute path, so t
 starts it whatever its PATH.
 - CLAUDE.md / AGENTS.md (with instructions): a block between `<!-- massgen-mcp:begin -->`
   and `<!-- massgen-mcp:end -->`.
+- `.claude/settings.json` (with sandbox): Claude Code's own OS sandbox for Bash
+  (bubblewrap on Linux, Seatbelt on macOS) under `sandbox`, and `permissions.deny` rules for
+  Claude Code's file tools; see `sandbox_settings`. Keys setup does not own are kept; list
+  entries it owns are merged in, never duplicated.
 
 All files are read and checked before any is written, so a malformed JSON file stops the
 whole run with a clear error and nothing half-done.
@@ -45,7 +49,8 @@ CLIENT_FILES = {"claude": ".mcp.json", "codex": ".codex/config.toml",
                 "cursor": ".cursor/mcp.json", "gemini": ".gemini/settings.json",
                 "vscode": ".vscode/mcp.json"}
 INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md")
-HOOK_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*"
+# Read and Grep too: reading a secret or the guard's key is on the hard line.
+HOOK_MATCHER = "Bash|Read|Grep|Write|Edit|MultiEdit|NotebookEdit|mcp__.*"
 HOOK_TIMEOUT_S = 10
 HOOK_ARGS = "hook pre-tool-use"
 MD_BEGIN, MD_END = "<!-- massgen-mcp:begin -->", "<!-- massgen-mcp:end -->"
@@ -92,6 +97,9 @@ messages or email, publishing, touching credentials or shared infrastructure):
    that stray from the active plan, are blocked with the step to follow. If the situation
    changed, call `checkpoint` again instead of working around the hook; never edit
    `.claude/settings.json` or `.massgen/` to get past it.
+5. Some actions are on a hard line no plan can approve: deleting a home directory, a
+   system tree or `.git`, writing to a device, touching the guard's key, state or settings,
+   reading or sending secrets. When one is denied, stop and ask the user.
 """
 
 
@@ -149,6 +157,74 @@ def _hook_entry(command: list[str]) -> Callable[[dict[str, Any], Path], None]:
                 entry["hooks"] = [wanted if ours(h) else h for h in hooks]
                 return
         entries.append({"matcher": HOOK_MATCHER, "hooks": [wanted]})
+    return edit
+
+
+# What the sandboxed Bash may not read (where the sandbox can deny reads), besides the
+# guard's key directory: the user's credential stores.
+SECRET_DIRS = ("~/.ssh", "~/.aws", "~/.gnupg", "~/.kube", "~/.docker/config.json",
+               "~/.netrc", "~/.git-credentials", "~/.pypirc", "~/.npmrc", "~/.config/gcloud",
+               "~/.azure")
+
+
+def _home_form(path: Path) -> str:
+    """`~/...` for a path under home (settings stay valid for the user), else absolute."""
+    home = Path.home().resolve()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
+
+
+def sandbox_settings(project: Path, allow_domains: list[str] | None = None
+                     ) -> tuple[dict[str, Any], list[str]]:
+    """(the `sandbox` block, the `permissions.deny` rules) `setup --sandbox` writes.
+
+    - Bash runs in Claude Code's sandbox, or not at all: `failIfUnavailable`, and the
+      model's `dangerouslyDisableSandbox` is ignored (`allowUnsandboxedCommands: false`).
+    - Writes: the project and Claude Code's private temp dir (its default), minus the
+      guard's own files in the project (checkpoint state, Claude Code settings).
+    - Reads: everything except the guard's key directory and the user's credential stores.
+    - Network: `allow_domains` when given; else Claude Code asks for each new domain.
+    - Claude Code's own Read/Edit tools (which the OS sandbox does not cover) get the same
+      denies as permission rules.
+    """
+    from massgen_mcp.hook.active import key_path
+
+    keys = _home_form(Path(key_path()).expanduser().resolve().parent)
+    deny_read = [keys, *SECRET_DIRS]
+    deny_write = [keys, "./.massgen/checkpoints", "./.claude/settings.json",
+                  "./.claude/settings.local.json"]
+    block: dict[str, Any] = {
+        "enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False,
+        "filesystem": {"denyRead": deny_read, "denyWrite": deny_write},
+    }
+    if allow_domains:
+        block["network"] = {"allowedDomains": list(dict.fromkeys(allow_domains))}
+    rules = [f"Read({keys}/**)", f"Edit({keys}/**)", "Edit(./.massgen/checkpoints/**)",
+             *(f"Read({d}/**)" if not d.endswith(("json", "netrc", "credentials", "pypirc",
+                                                   "npmrc")) else f"Read({d})"
+               for d in SECRET_DIRS)]
+    return block, rules
+
+
+def _sandbox_entry(project: Path, allow_domains: list[str] | None
+                   ) -> Callable[[dict[str, Any], Path], None]:
+    block, rules = sandbox_settings(project, allow_domains)
+
+    def merge_list(section: dict[str, Any], key: str, values: list[str], path: Path) -> None:
+        current = section.setdefault(key, [])
+        if not isinstance(current, list):
+            raise InputError(f"{path}: '{key}' must be a list")
+        current.extend(v for v in values if v not in current)
+
+    def edit(data: dict[str, Any], path: Path) -> None:
+        sandbox = _section(data, "sandbox", path)
+        for key, value in block.items():
+            if isinstance(value, dict):
+                section = _section(sandbox, key, path)
+                for inner, values in value.items():
+                    merge_list(section, inner, values, path)
+            else:
+                sandbox[key] = value
+        merge_list(_section(data, "permissions", path), "deny", rules, path)
     return edit
 
 
@@ -218,10 +294,14 @@ def run_setup(
     hooks: bool,
     instructions: str | None,
     command: list[str] | None = None,
+    *,
+    sandbox: bool = False,
+    allow_domains: list[str] | None = None,
 ) -> list[str]:
     """Write the registrations, hook and instructions; return what changed ([] if nothing).
 
-    `command` is what clients run to start the server (default: `launch_command()`)."""
+    `command` is what clients run to start the server (default: `launch_command()`).
+    `sandbox`: turn on Claude Code's OS sandbox for Bash (`sandbox_settings`)."""
     if not command:
         from massgen_mcp.cli.launch import launch_command
 
@@ -266,8 +346,19 @@ def run_setup(
     if "codex" in clients:
         plan_text(CLIENT_FILES["codex"], lambda t, p: _codex_text(t, command, p),
                   "[mcp_servers.massgen]")
-    if hooks:
-        plan_json(".claude/settings.json", _hook_entry(command), "PreToolUse hook")
+    if sandbox and "claude" not in clients:
+        raise InputError("--sandbox is Claude Code's sandbox: use it with --client claude")
+    if hooks or sandbox:
+        edits = [e for e, on in ((_hook_entry(command), hooks),
+                                 (_sandbox_entry(project, allow_domains), sandbox)) if on]
+
+        def settings(data: dict[str, Any], path: Path) -> None:
+            for edit in edits:
+                edit(data, path)
+
+        what = " and ".join(w for w, on in (("PreToolUse hook", hooks),
+                                            ("Bash sandbox", sandbox)) if on)
+        plan_json(".claude/settings.json", settings, what)
     if instructions:
         block = f"{MD_BEGIN}\n{INSTRUCTIONS}{MD_END}\n"
         plan_text(instructions, lambda t, p: _replace_block(t, MD_BEGIN, MD_END, block, str(p)),

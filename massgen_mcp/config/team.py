@@ -234,6 +234,10 @@ class OrchestratorConfig(_Lenient):
     #: before its next turn (that turn would be cancelled by the peer's answer anyway); 0
     #: turns the wait off (MassGen's behaviour).
     first_answer_wait_seconds: float = Field(default=60, ge=0, le=3600)
+    #: Checkpoint teams: how many live reviewers must vote for the plan that is approved
+    #: (a split or plurality approves nothing). The server's --checkpoint-approval may
+    #: ask for more; the stricter wins.
+    approval: Literal["majority", "unanimous"] = "majority"
 
     def provider_call_cap(self, agents: int, with_tools: int = 0) -> int:
         """The per-run provider-call cap for a team of `agents` (`with_tools` of them with

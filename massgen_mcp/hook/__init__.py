@@ -2,7 +2,11 @@
 
     main.py         `massgen-mcp hook pre-tool-use`: read the call, decide, print the verdict
     active.py       the signed active checkpoint plan of a workspace (written by the
-                    checkpoint mode next to the key, read here; repository state only narrows)
+                    checkpoint mode next to the key, read here; repository state only narrows;
+                    sequence + nonce marks make a copied record worthless)
+    statefile.py    safe reads of state files (regular, bounded, non-blocking) and atomic writes
+    hardline.py     the hard line no plan can approve (system trees, devices, the guard
+                    itself, secrets); hardline_operator.py: the operator's additions
     policy.py       the built-in safety policy (eight groups), `Finding`, criteria merging
     patterns.py     dangerous patterns of one tool call, each tied to a policy group:
       bash_rules.py   Bash commands (SQL, secrets, network, pipes into interpreters, ...)

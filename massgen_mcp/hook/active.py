@@ -19,10 +19,19 @@ signature is valid, (2) it names that workspace and session, and (3) the index o
 state directory that wrote it is readable and still marks it active: repository state can
 narrow (suspend approvals) but never widen.
 
-Approvals are bound to one checkpoint: activating a newer plan replaces the one file the
-hook reads, so a superseded plan copied back into `.massgen/` approves nothing, and writing
-into the key directory is itself a gated call (`scope.py`). A broken index suspends the
-plan's approvals and nothing else. Every write is atomic (temp file + rename).
+Approvals are bound to the *current* checkpoint. Each activation gets a fresh nonce and
+the next number of a per-workspace sequence, both inside the signed record and in a signed
+mark, `<key dir>/marks/<session_id>.json`, that the server rewrites on every activation and
+deactivation. The hook honours a record only if it carries the mark's sequence and nonce
+and the mark says active, and it keeps its own high-water mark of the sequence
+(`<key dir>/seen/<session_id>.json`), so a byte-for-byte copy of an older or deactivated
+record approves nothing, nor does an older mark put back with it. Writing into, or reading
+from, the key directory is a hardline call (`hardline.py`): no plan approves it.
+
+Every state file is read with `read_json`: a regular file of at most 4 MiB, opened without
+blocking (a FIFO cannot hang the hook), a final symlink only inside its own directory.
+Anything else is a `StateFileError`, on which the hook denies (fails closed). Every write
+is atomic (temp file + rename).
 
 Standard library only, and no pathlib: the hook imports this before every tool call.
 """
@@ -33,6 +42,16 @@ import contextlib
 import json
 import os
 import re
+
+# Re-exported: the server's writers and the tests use them from here.
+from massgen_mcp.hook.statefile import (
+    MAX_STATE_BYTES,
+    StateFileError,
+    read_bytes,
+    read_json,
+    read_text,
+    write_json_atomic,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
@@ -45,27 +64,8 @@ KEY_FILE_ENV = "MASSGEN_MCP_KEY_FILE"
 LEDGER_NAME = "active"
 
 
-def write_json_atomic(path: str, data: Any) -> None:
-    """Write JSON so readers see the old file or the new one, never a torn one."""
-    from massgen_mcp.paths import write_atomic  # stdlib only; writers only
-
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-class StateFileError(ValueError):
-    """A checkpoint state file exists but cannot be used; the message names the file."""
-
-
-def read_json(path: str) -> Any:
-    """The parsed file, or None if it does not exist. Malformed JSON: StateFileError."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise StateFileError(f"{path} is not valid JSON ({e})") from None
+__all__ = ["MAX_STATE_BYTES", "StateFileError", "read_bytes", "read_json", "read_text",
+           "write_json_atomic"]
 
 
 def is_under(path: str, root: str) -> bool:
@@ -106,11 +106,7 @@ def key_path() -> str:
 
 
 def _read_key() -> bytes | None:
-    try:
-        with open(key_path(), "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
+    return read_bytes(key_path(), 4096)
 
 
 def _ensure_key() -> bytes:
@@ -142,11 +138,17 @@ def set_active_plan(checkpoints_root: str, workspace: str, session_id: str,
                     record: dict[str, Any]) -> str:
     """Make `record` the workspace's active plan, signed; returns the file the hook reads.
 
-    It replaces the workspace's previous plan, whose approvals end here.
+    It replaces the workspace's previous plan, whose approvals end here: the record gets a
+    fresh nonce and the next sequence number, and the signed mark now names only it.
     """
+    key = _ensure_key()
+    sequence = _next_sequence(session_id)
+    nonce = os.urandom(16).hex()
     full = {"version": FORMAT_VERSION, "workspace": workspace, "session_id": session_id,
-            "checkpoints_root": os.path.realpath(checkpoints_root), **record}
-    full["signature"] = _signature(_ensure_key(), full)
+            "checkpoints_root": os.path.realpath(checkpoints_root), **record,
+            "sequence": sequence, "nonce": nonce}
+    full["signature"] = _signature(key, full)
+    _write_mark(key, session_id, sequence, nonce, active=True)
     ledger = ledger_path(session_id)
     write_json_atomic(ledger, full)
     write_json_atomic(active_path(checkpoints_root, session_id), full)
@@ -157,10 +159,13 @@ def set_active_plan(checkpoints_root: str, workspace: str, session_id: str,
 def clear_active_plan(checkpoints_root: str, workspace: str) -> bool:
     """Deactivate a workspace's plan (the hook then only applies the built-in patterns).
 
-    Returns True if a plan was active. The checkpoint records stay in the audit trail.
+    Returns True if a plan was active. The checkpoint records stay in the audit trail; the
+    mark moves past them, so none of them can be put back into force.
     """
     session_id = session_id_for(workspace)
     was_active = os.path.exists(ledger_path(session_id))
+    if was_active or os.path.exists(mark_path(session_id)):
+        _write_mark(_ensure_key(), session_id, _next_sequence(session_id), "", active=False)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(ledger_path(session_id))
     index = _load_index(checkpoints_root)
@@ -171,6 +176,35 @@ def clear_active_plan(checkpoints_root: str, workspace: str) -> bool:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(active_path(checkpoints_root, entry["session_id"]))
     return was_active
+
+
+def mark_path(session_id: str) -> str:
+    return os.path.join(ledger_dir_root(), "marks", f"{session_id}.json")
+
+
+def seen_path(session_id: str) -> str:
+    return os.path.join(ledger_dir_root(), "seen", f"{session_id}.json")
+
+
+def ledger_dir_root() -> str:
+    return os.path.dirname(key_path())
+
+
+def _next_sequence(session_id: str) -> int:
+    """One past every sequence this session has used (mark, ledger, what the hook saw)."""
+    highest = 0
+    for path in (mark_path(session_id), ledger_path(session_id), seen_path(session_id)):
+        with contextlib.suppress(StateFileError, OSError):
+            data = read_json(path)
+            if isinstance(data, dict) and isinstance(data.get("sequence"), int):
+                highest = max(highest, data["sequence"])
+    return highest + 1
+
+
+def _write_mark(key: bytes, session_id: str, sequence: int, nonce: str, *, active: bool) -> None:
+    mark = {"session_id": session_id, "sequence": sequence, "nonce": nonce, "active": active}
+    mark["signature"] = _signature(key, mark)
+    write_json_atomic(mark_path(session_id), mark)
 
 
 def approved_calls(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -235,10 +269,7 @@ def _index_problem(record: dict[str, Any], workspace: str) -> str | None:
     root = record.get("checkpoints_root")
     if not isinstance(root, str):
         return "it does not say which state directory wrote it"
-    try:
-        index = read_json(index_path(root))
-    except (StateFileError, OSError) as e:
-        return f"its checkpoint index is unreadable ({e})"
+    index = read_json(index_path(root))  # unsafe or malformed: StateFileError, the hook denies
     workspaces = index.get("workspaces") if isinstance(index, dict) else None
     if index is not None and not isinstance(workspaces, dict):
         return f"{index_path(root)} is not a massgen-mcp checkpoint index"
@@ -254,16 +285,14 @@ def load_active_plan(cwd: str) -> tuple[str | None, dict[str, Any] | None, str |
 
     (None, None, None) when no plan is active for the cwd or a parent. The plan is None,
     with `problem` saying why, when it is not signed with this user's key, names another
-    workspace, or its state directory no longer vouches for it. Never raises for bad
-    state: a broken file suspends approvals, it does not block ordinary calls.
+    workspace, is not the current checkpoint (sequence and nonce of the signed mark), or
+    its state directory no longer vouches for it. A state file that cannot be read safely
+    raises StateFileError: the hook then denies (it never guesses).
     """
     for workspace in _ancestors(os.path.realpath(cwd)):
         session_id = session_id_for(workspace)
         path = ledger_path(session_id)
-        try:
-            record = read_json(path)
-        except (StateFileError, OSError) as e:
-            return workspace, None, f"ignored the checkpoint plan: {e}"
+        record = read_json(path)
         if record is None:
             continue
         problem = _verify(record, workspace, session_id)
@@ -286,4 +315,34 @@ def _verify(record: Any, workspace: str, session_id: str) -> str | None:
                 "massgen-mcp did not write it")
     if record.get("workspace") != workspace or record.get("session_id") != session_id:
         return "it is for another workspace"
-    return _index_problem(record, workspace)
+    return _current_problem(key, record, session_id) or _index_problem(record, workspace)
+
+
+def _current_problem(key: bytes, record: dict[str, Any], session_id: str) -> str | None:
+    """Why `record` is not the current checkpoint's approval (None when it is)."""
+    import hmac
+
+    mark = read_json(mark_path(session_id))
+    signature = mark.get("signature") if isinstance(mark, dict) else None
+    if not isinstance(mark, dict) or not isinstance(signature, str) or not (
+            hmac.compare_digest(signature, _signature(key, mark))):
+        return (f"its checkpoint mark {mark_path(session_id)} is missing or not signed with "
+                "this user's key")
+    sequence, nonce = record.get("sequence"), record.get("nonce")
+    if not isinstance(sequence, int) or not isinstance(nonce, str) or not nonce:
+        return "it carries no checkpoint sequence and nonce (written by an older massgen-mcp)"
+    seen = read_json(seen_path(session_id))
+    high = seen.get("sequence") if isinstance(seen, dict) else None
+    current = mark.get("sequence")
+    if not isinstance(current, int) or (isinstance(high, int) and current < high):
+        return (f"its mark is older than checkpoint #{high}, which this hook already saw (an "
+                "old copy was put back)")
+    if not isinstance(high, int) or high < current:
+        with contextlib.suppress(OSError):  # a read-only key dir must not deny good calls
+            write_json_atomic(seen_path(session_id), {"sequence": current})
+    if not mark.get("active") or mark.get("sequence") != sequence or not hmac.compare_digest(
+            str(mark.get("nonce", "")), nonce):
+        return (f"it is checkpoint #{sequence}, not the current one (#{mark.get('sequence')}"
+                f"{'' if mark.get('active') else ', deactivated'}): a superseded approval "
+                "approves nothing")
+    return None

@@ -27,6 +27,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from massgen_mcp.hook.command import SimpleCommand
+
+    Parser = Callable[[str], list[SimpleCommand]]
+
 _MAX_WORDS = 256
 _MAX_LISTING = 4096
 _SEQ = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
@@ -177,11 +181,11 @@ def _copy(word: Word, value: str) -> Word:
     return new
 
 
-def static_output(script: str, home: str) -> str | None:
-    """The output of a substitution that needs nothing run to know (`$(echo /)`), or None."""
-    from massgen_mcp.hook.shell import simple_commands
-
-    cmds = simple_commands(script)
+def static_output(script: str, home: str, parse: Parser) -> str | None:
+    """The output of a substitution that needs nothing run to know (`$(echo /)`), or None.
+    `parse` is the shell's own reader of simple commands (passed in: the shell module calls
+    this one, and the two must not import each other)."""
+    cmds = parse(script)
     if len(cmds) != 1 or cmds[0].program not in _STATIC or cmds[0].redirects:
         return None
     cmd = cmds[0]
@@ -207,13 +211,13 @@ def static_output(script: str, home: str) -> str | None:
     return os.path.dirname(path) or "." if cmd.program == "dirname" else os.path.basename(path)
 
 
-def _substitute(word: Word, home: str) -> Word:
+def _substitute(word: Word, home: str, parse: Parser) -> Word:
     """Replace static command substitutions in the word by their output."""
     if not word.subs or word.value.count(UNKNOWN) != len(word.subs):
         return word
     outputs = []
     for kind, body in word.subs:
-        out = static_output(body, home) if kind == "cmd" else None
+        out = static_output(body, home, parse) if kind == "cmd" else None
         if out is None:
             return word
         outputs.append(out)
@@ -225,11 +229,11 @@ def _substitute(word: Word, home: str) -> Word:
     return new
 
 
-def expand_words(words: list[Word], home: str) -> list[Word]:
+def expand_words(words: list[Word], home: str, parse: Parser) -> list[Word]:
     """The words of one simple command after brace, `~user` and static substitutions."""
     out: list[Word] = []
     for word in words:
-        word = _substitute(word, home)
+        word = _substitute(word, home, parse)
         values = [word.value] if word.quoted or "{" not in word.value else braces(word.value)
         for value in values:
             if not word.quoted:

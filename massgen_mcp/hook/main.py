@@ -3,6 +3,9 @@
 Reads Claude Code's PreToolUse JSON on stdin; answers with Claude Code's hook JSON on
 stdout (exit 0), or prints nothing for "no opinion":
 
+0. A call on the hard line (`hardline.py`: deleting home, root, a system tree or `.git`,
+   writing a device, touching the guard's key, state, settings or program, reading or
+   sending a secret, the operator's additions) is denied, whatever the plan says.
 1. With an active checkpoint plan for the workspace, a *gated* call (one matching a
    dangerous pattern, an MCP tool the plan approves, a Bash command of the same kind as
    an approved one, or a write to a file the plan approves writing) is allowed if it
@@ -23,7 +26,8 @@ Options (flags win over environment variables):
   --on-error deny|allow   MASSGEN_HOOK_ON_ERROR   default deny (fail closed)
 
 Fail closed by default: a guard that waves calls through whenever its input or state is
-unreadable would let `rm -rf ~` pass on the one day something is off. With `deny`, a
+unreadable would let `rm -rf ~` pass on the one day something is off. The decision is made
+in a forked child that gets DEADLINE_S (2 s): a hang of any kind is a failure too. With `deny`, a
 malformed input or internal error prints a deny decision with the cause (and the cause on
 stderr). With `allow`, the hook prints the cause on stderr and exits 1, which Claude Code
 shows as a non-blocking hook error: the call then goes through Claude Code's normal
@@ -40,14 +44,16 @@ import os
 import sys
 
 from massgen_mcp.hook.active import StateFileError, load_active_plan
+from massgen_mcp.hook.hardline import RecordingScope, call_findings
 from massgen_mcp.hook.matching import PLACEHOLDER, call_matches, same_tool, value_matches
 from massgen_mcp.hook.patterns import WRITE_TOOLS, check_call
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import Scope, is_under
+from massgen_mcp.hook.scope import is_under
 from massgen_mcp.hook.shell import command_head, simple_commands
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
+    from collections.abc import Callable
     from typing import Any
 
 MODE_ENV = "MASSGEN_HOOK_MODE"
@@ -55,6 +61,9 @@ ON_ERROR_ENV = "MASSGEN_HOOK_ON_ERROR"
 MODES = ("deny", "ask")
 ON_ERROR = ("deny", "allow")
 _PREFIX = "massgen-mcp checkpoint guard"
+#: A decision not made within this many seconds is a deny: Claude Code treats a hook that
+#: times out as a non-blocking error, so a hanging hook would let the call through.
+DEADLINE_S = 2.0
 
 
 class HookInputError(ValueError):
@@ -139,8 +148,16 @@ def decide(tool: str, tool_input: dict[str, Any], cwd: str, mode: str) -> tuple[
     workspace, plan, problem = load_active_plan(cwd)
     if problem:
         print(f"massgen-mcp hook: {problem}", file=sys.stderr)
-    scope = Scope.create(cwd, _workspace(cwd, workspace))
+    scope = RecordingScope.record(cwd, _workspace(cwd, workspace))
     findings = check_call(tool, tool_input, scope)
+    root = (plan or {}).get("checkpoints_root")
+    hard = call_findings(tool, tool_input, scope, findings,
+                         (root,) if isinstance(root, str) else ())
+    if hard:
+        return "deny", (
+            f"{_PREFIX}: {_findings_text(hard)}. This is on the hardline policy, which no "
+            "checkpoint plan can approve; do not try another way to do it. If it truly must "
+            "happen, ask the user to do it themselves.")
     approved = [e for e in (plan or {}).get("approved", []) if isinstance(e, dict)]
     if plan and approved:
         base = str(plan.get("workspace") or scope.workspace)  # approved paths are relative to it
@@ -245,32 +262,88 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of `massgen-mcp hook pre-tool-use [--mode ...] [--on-error ...]`.
 
     `argv` may start with `pre-tool-use` (as in `python -m massgen_mcp.hook.main
-    pre-tool-use`) or hold only the options (as passed by the CLI).
+    pre-tool-use`) or hold only the options (as passed by the CLI). The decision is made
+    within DEADLINE_S seconds or it is a failure (deny, by default).
     """
     options = _parse_args(sys.argv[1:] if argv is None else list(argv))
     mode = _choice(options.get("--mode"), MODE_ENV, MODES)
     on_error = _choice(options.get("--on-error"), ON_ERROR_ENV, ON_ERROR)
+    code, out = _within_deadline(lambda: _run(mode, on_error), on_error)
+    if out:
+        sys.stdout.write(out)
+    return code
+
+
+def _run(mode: str, on_error: str) -> tuple[int, str]:
+    """(exit code, stdout text) of one hook call."""
     try:
         tool, tool_input, cwd = parse_input(sys.stdin.read())
         result = decide(tool, tool_input, cwd, mode)
     except HookInputError as e:
         return _fail(on_error, f"malformed hook input: {e}")
     except StateFileError as e:
-        return _fail(on_error, f"unreadable checkpoint state: {e}")
+        return _fail(on_error, f"unusable checkpoint state: {e}")
     except Exception as e:  # the on-error policy must decide, never a traceback
         return _fail(on_error, f"internal error: {type(e).__name__}: {e}")
-    if result is not None:
-        print(_output(*result))
-    return 0
+    return 0, (_output(*result) + "\n") if result is not None else ""
 
 
-def _fail(on_error: str, message: str) -> int:
+def _within_deadline(run: Callable[[], tuple[int, str]], on_error: str) -> tuple[int, str]:
+    """`run()` in a forked child, given DEADLINE_S seconds: whatever hangs (a FIFO, a lock,
+    a pathological pattern, stdin never closed), the parent answers in time."""
+    if not hasattr(os, "fork"):
+        return run()
+    import select
+    import time
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child decides; it must never return into the caller's code
+        os.close(read_end)
+        try:
+            result = run()
+            data = f"{result[0]}\n{result[1]}".encode()
+            while data:
+                data = data[os.write(write_end, data):]
+        finally:
+            sys.stderr.flush()
+            os._exit(0)
+    os.close(write_end)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + DEADLINE_S
+    done = False
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            if not select.select([read_end], [], [], left)[0]:
+                break
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                done = True
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        if not done:
+            import signal
+
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    text = b"".join(chunks).decode("utf-8", errors="replace")
+    status, sep, out = text.partition("\n")
+    if not done or not sep or not status.isdigit():
+        why = (f"no decision within {DEADLINE_S:g} s" if not done
+               else "the deciding process ended without a decision")
+        return _fail(on_error, why)
+    return int(status), out
+
+
+def _fail(on_error: str, message: str) -> tuple[int, str]:
     print(f"massgen-mcp hook: {message}", file=sys.stderr)
     if on_error == "allow":
-        return 1
-    print(_output("deny", f"{_PREFIX} could not check this call ({message}), and it fails "
-                          "closed. Fix the cause, or run the hook with --on-error allow."))
-    return 0
+        return 1, ""
+    reason = (f"{_PREFIX} could not check this call ({message}), and it fails closed. Fix "
+              "the cause, or run the hook with --on-error allow.")
+    return 0, _output("deny", reason) + "\n"
 
 
 if __name__ == "__main__":

@@ -168,7 +168,7 @@ def _subst_vars(word: Word, variables: dict[str, str]) -> str:
 
 def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
              variables: dict[str, str]) -> SimpleCommand | None:
-    words = expand_words(words, os.environ.get("HOME", "~"))
+    words = expand_words(words, os.environ.get("HOME", "~"), simple_commands)
 
     def run(script: str) -> None:
         _script(script, out, depth + 1, variables)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
@@ -113,7 +114,8 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
             min_length=1, description="Every tool the executor can call, with its schema.")],
         trajectory_path: Annotated[str | None, Field(
             description="A file with the executor's recent steps (its tail is shown to the "
-                        "reviewers).")] = None,
+                        "reviewers): inside the server's working directory, never a secret "
+                        "file (the same rules as `files`).")] = None,
         environment: Annotated[dict[str, Any] | str | None, Field(
             description="Facts about the environment (prod/staging, branch, ...).")] = None,
         safety_policy: Annotated[list[str] | str | None, Field(
@@ -146,18 +148,31 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
             description="Extra criteria for this checkpoint.")] = None,
         workspace_dir: Annotated[str | None, Field(
             description="Which session (default: the most recent checkpoint_init).")] = None,
-        models: Annotated[str | None, Field(description="Reviewer models (provider/model,...)")
-                          ] = None,
-        team: Annotated[str | None, Field(description="Reviewer team name or YAML path.")
-                        ] = None,
+        models: Annotated[str | None, Field(
+            description="Refused unless the server was started with "
+                        "--allow-checkpoint-team-override: the reviewers are the operator's "
+                        "checkpoint team.")] = None,
+        team: Annotated[str | None, Field(
+            description="Refused unless the server was started with "
+                        "--allow-checkpoint-team-override.")] = None,
     ) -> Annotated[CallToolResult, CheckpointResult]:
         """A reviewer team writes the step plan the executor must follow before a risky
         phase: verify/backup/action/notify/wait steps, preconditions, approved tool calls
-        with rollbacks, and recovery trees, checked against the built-in safety policy. The
-        approved plan is enforced by the `massgen-mcp hook pre-tool-use` Claude Code hook."""
+        with rollbacks, and recovery trees, checked against the built-in safety policy and the
+        hardline policy no plan can approve. The reviewers are the operator's checkpoint team;
+        a plan is approved only when a majority of them (or all, if the operator says so)
+        vote for it. The approved plan is enforced by the `massgen-mcp hook pre-tool-use`
+        Claude Code hook."""
         app.checkpoint_session(workspace_dir)  # no session: say so before anything
-        name = app.reviewer_team_name(models, team)
+        name = app.reviewer_team_name(models, team)  # models/team: operator's flag only
         chosen = await host.team_for(ctx, models=models, team=name)
+        if not app.allow_checkpoint_team_override and any(
+                a.provider.wire == "sampling" for a in chosen.agents):
+            raise ToolError(
+                "checkpoint: no reviewer team is configured (the bundled checkpoint team's "
+                "keys are not set), and sampling would make the calling agent's own model its "
+                "reviewer. Set the provider keys, or start the server with "
+                "--checkpoint-team <team>")
         prepared, _ = app.checkpoint(
             chosen, objective=objective, action_goals=action_goals,
             eval_criteria=eval_criteria, workspace_dir=workspace_dir,

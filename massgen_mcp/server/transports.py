@@ -125,7 +125,9 @@ def serve(args: argparse.Namespace) -> int:
     app = App(state_dir(args.state_dir), default_team=args.team,
               checkpoint_team=args.checkpoint_team, team_policy=policy,
               allow_secret_files=args.allow_secret_files,
-              allow_cli_agents=args.allow_cli_agents)
+              allow_cli_agents=args.allow_cli_agents,
+              allow_checkpoint_team_override=args.allow_checkpoint_team_override,
+              checkpoint_approval=args.checkpoint_approval)
     for name in filter(None, (args.team, args.checkpoint_team)):
         try:
             from massgen_mcp.config.choose import resolve_team

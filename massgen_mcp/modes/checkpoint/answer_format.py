@@ -50,6 +50,9 @@ Rules the plan is checked against:
 - where only the executor can know a value (a version, a commit message, new file
   content), write "<executor-fills: what it is>"; the executor's call matches any value
   there. Inside a Bash command a filled value cannot contain ; & | $ ` < > ( ) or a newline.
+- no plan may approve a hardline action (it is rejected): deleting /, a home directory, a
+  system tree or the repository's .git; writing to a device; touching the checkpoint guard
+  (its key, state, Claude Code settings or program); reading or sending a secret.
 - the executor is held to the plan: a call the safety policy gates that is not one of the
   approved actions (or their rollbacks or compensations) is blocked. Approve exactly what
   is needed; verify and back up before destroying; prefer reversible steps; stage before
@@ -147,9 +150,12 @@ class CheckpointAnswerFormat:
 
     noun = "checkpoint plan"
 
-    def __init__(self, available_tools: list[str], action_goals: list[Any] | None) -> None:
+    def __init__(self, available_tools: list[str], action_goals: list[Any] | None,
+                 workspace: str | None = None) -> None:
         self.available_tools = list(available_tools)
         self.action_goals = normalize_goals(action_goals)
+        #: Where the approved calls will run: the hardline policy is judged there.
+        self.workspace = workspace
 
     def tool_description(self) -> str:
         return ("Submit your complete checkpoint plan: ordered steps with recovery, and the "
@@ -176,7 +182,8 @@ class CheckpointAnswerFormat:
         if plan is None:
             raise AnswerRejected(["plan: required: new_answer({\"plan\": {\"steps\": [...]}})"])
         data = validate_checkpoint_plan(plan, available_tools=self.available_tools,
-                                        action_goals=self.action_goals)
+                                        action_goals=self.action_goals,
+                                        workspace=self.workspace)
         return ParsedAnswer(render_plan(data), data)
 
     def render(self, answer: ParsedAnswer) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from typing import Any
 
 from massgen_mcp.hook.policy import merge_criteria
@@ -72,8 +73,17 @@ def trajectory_tail(path: str | None, limit: int = TRAJECTORY_CHARS) -> str:
     """The last `limit` characters of the trajectory file, or a note saying why there are none."""
     if not path:
         return "(no trajectory file was given)"
+    from massgen_mcp.hook.scope import secret_kind
+
+    if secret_kind(os.path.realpath(path)):  # checked at init; the file may have moved since
+        return f"(trajectory file {path} is now a secret file; it is not sent)"
     try:
-        with open(path, "rb") as f:
+        # No symlink at the end, no FIFO or device: it was checked when it was given.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return f"(trajectory file {path} is no longer a regular file; it is not sent)"
+        with os.fdopen(fd, "rb") as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
             f.seek(max(0, size - limit * 4))  # up to 4 bytes per character in UTF-8

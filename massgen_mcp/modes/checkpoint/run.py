@@ -25,7 +25,8 @@ class CheckpointInitResult(BaseModel):
 
 
 class CheckpointResult(BaseModel):
-    """The reviewers' step plan the executor must follow (status `completed` = approved)."""
+    """The reviewers' step plan the executor must follow (status `completed` = approved;
+    `no_agreement` = the reviewers split, so nothing is approved)."""
 
     status: str
     plan: dict[str, Any] | None = None
@@ -36,6 +37,12 @@ class CheckpointResult(BaseModel):
     winner: str | None = None
     votes: list[dict[str, str]] = Field(default_factory=list)
     error: str | None = None
+    approval: str = Field(default="majority", description="How much agreement approval "
+                          "needed: majority or unanimous of the live reviewers.")
+
+
+#: Status of a checkpoint whose reviewers did not agree enough: nothing was approved.
+NO_AGREEMENT = "no_agreement"
 
 
 class _RecordingFormat:
@@ -76,10 +83,26 @@ class _RecordingFormat:
         return parsed
 
 
+OVERRIDE_FLAG = "--allow-checkpoint-team-override"
+APPROVAL_RULES = ("majority", "unanimous")
+
+
 def checkpoint_team(env: Environment, configured: str | None, models: str | None,
-                    team: str | None) -> str | None:
-    """The reviewer team name: the call's, else --checkpoint-team, else the bundled one."""
+                    team: str | None, *, allow_override: bool = False) -> str | None:
+    """The reviewer team name: --checkpoint-team, else the bundled `checkpoint` team.
+
+    The agent being reviewed never picks its reviewers: a call's `models`/`team` is an
+    InputError unless the operator started the server with --allow-checkpoint-team-override
+    (then the call's team is used, held to the same rules as any tool-named team). None
+    means the server's default team (the bundled team's keys are not set).
+    """
     if models or team:
+        if not allow_override:
+            raise InputError(
+                "checkpoint: the `models` and `team` arguments are refused: the reviewers are "
+                "the operator's checkpoint team (--checkpoint-team, else the bundled "
+                "`checkpoint` team), never a team the reviewed agent chooses. Call checkpoint "
+                f"without them, or start the server with {OVERRIDE_FLAG} to allow it")
         return team
     if configured:
         return configured
@@ -95,9 +118,37 @@ def checkpoint_team(env: Environment, configured: str | None, models: str | None
     return None
 
 
+def approval_rule(team: Team, operator: str | None = None) -> str:
+    """The stricter of the team file's `orchestrator.approval` and the server's flag."""
+    rules = {getattr(team.orchestrator, "approval", None) or "majority", operator or "majority"}
+    return "unanimous" if "unanimous" in rules else "majority"
+
+
+def agreement_problem(result: RunResult, rule: str) -> str | None:
+    """Why the reviewers did not really agree on the winning plan, or None when they did.
+
+    `majority`: more than half of the live reviewers voted for the winner; `unanimous`: all
+    of them. A split or a plurality (1-1-1, 2-2-1) approves nothing. Computed here from the
+    run's votes; the run result's shared agreement summary (issue 21) says the same thing.
+    """
+    live = {a.agent_id for a in result.agents if a.status != "failed"}
+    winner = result.winner.agent_id if result.winner else None
+    backing = sum(1 for v in result.votes if v.voter in live and v.voted_for == winner)
+    need = len(live) if rule == "unanimous" else len(live) // 2 + 1
+    if winner is not None and live and backing >= need:
+        return None
+    tally = ", ".join(f"{agent} {n}" for agent, n in result.tally.items()) or "no votes"
+    shape = "split" if backing * 2 <= len(live) else "short of unanimous"
+    return (f"no agreement: the reviewers' vote was {shape} ({tally}); the leading plan has "
+            f"{backing} of {len(live)} live reviewers' votes and approval needs {need} "
+            f"({rule}). Nothing is approved: call checkpoint again with a narrower objective, "
+            "clearer action goals or more context")
+
+
 def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
                        action_goals: list[Any] | None, eval_criteria: list[str] | str | None,
-                       workspace_dir: str | None = None, **prepare_kwargs: Any
+                       workspace_dir: str | None = None, approval: str | None = None,
+                       **prepare_kwargs: Any
                        ) -> tuple[PreparedRun, Path]:
     from massgen_mcp.modes.checkpoint.answer_format import CheckpointAnswerFormat
     from massgen_mcp.modes.checkpoint.prompt import review_task
@@ -106,7 +157,7 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
     if not isinstance(objective, str) or not objective.strip():
         raise InputError("the objective is empty: say what risky phase needs a plan")
     session = load_session(engine.state, workspace_dir)
-    fmt = CheckpointAnswerFormat(session.tool_names(), action_goals)
+    fmt = CheckpointAnswerFormat(session.tool_names(), action_goals, session.workspace_dir)
     task = review_task(session, objective, action_goals, eval_criteria, include_format=False)
     ckpt = new_checkpoint_dir(session, objective=objective, action_goals=action_goals,
                               eval_criteria=eval_criteria, review_task=task)
@@ -115,13 +166,22 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
                                   **prepare_kwargs)
     recording.redact = prepared.live.record.redact.value
 
+    rule = approval_rule(team, approval)
+
     def record(result: RunResult) -> CheckpointResult:
         votes = [v.model_dump() for v in result.votes]
-        out = record_result(ckpt, status=result.status, plan=result.final_data, votes=votes,
-                            elapsed=result.elapsed_seconds,
-                            winner=result.winner.agent_id if result.winner else None)
-        return CheckpointResult(**out, run_id=result.run_id, votes=votes, error=result.error,
-                                winner=result.winner.agent_id if result.winner else None)
+        winner = result.winner.agent_id if result.winner else None
+        status: str = result.status
+        error = result.error
+        problem = agreement_problem(result, rule) if status in ("completed", "degraded") else None
+        if problem:
+            status, error = NO_AGREEMENT, problem
+        out = record_result(ckpt, status=status, plan=result.final_data, votes=votes,
+                            elapsed=result.elapsed_seconds, winner=winner)
+        if problem:
+            out["plan"] = None  # kept in plan.json for the record; nobody may follow it
+        return CheckpointResult(**out, run_id=result.run_id, votes=votes, error=error,
+                                winner=winner, approval=rule)
 
     prepared.after = record
     return prepared, ckpt

@@ -342,9 +342,15 @@ def _dump(step: Step, recovery: Any) -> dict[str, Any]:
 
 
 def validate_checkpoint_plan(
-    data: Any, *, available_tools: list[str], action_goals: list[Any] | None
+    data: Any, *, available_tools: list[str], action_goals: list[Any] | None,
+    workspace: str | None = None,
 ) -> dict[str, Any]:
-    """Check a plan; return it normalized or raise `AnswerRejected` listing every problem."""
+    """Check a plan; return it normalized or raise `AnswerRejected` listing every problem.
+
+    With `workspace`, every approved call, rollback and compensation is also held to the
+    hardline policy (`hook/hardline.py`), judged as the hook would judge it there: a plan
+    that lists a hardline action is rejected, naming the step and the reason.
+    """
     if not isinstance(data, dict):
         raise AnswerRejected(["plan: must be an object {\"steps\": [...]}"])
     goals = normalize_goals(action_goals)
@@ -395,6 +401,42 @@ def validate_checkpoint_plan(
     if check.problems:
         raise AnswerRejected(check.problems)
     plan: dict[str, Any] = {"steps": [_dump(step, tree) for step, tree in steps]}
+    if workspace is not None:
+        from massgen_mcp.hook.active import approved_calls
+
+        hard = hardline_problems(approved_calls(plan["steps"]), workspace)
+        if hard:
+            raise AnswerRejected([f"{p}; remove it from the plan (no plan can approve it)"
+                                  for p in hard])
     if notes:
         plan["notes"] = notes
     return plan
+
+
+def hardline_problems(approved: list[dict[str, Any]], workspace: str) -> list[str]:
+    """Each approved call, rollback or compensation of a plan that is on the hard line,
+    as a validation problem naming the step (placeholders are judged as a plain value)."""
+    from massgen_mcp.hook.hardline import RecordingScope, call_findings
+    from massgen_mcp.hook.matching import PLACEHOLDER
+    from massgen_mcp.hook.patterns import check_call
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, str):
+            return PLACEHOLDER.sub("X", value)
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        return value
+
+    problems: list[str] = []
+    for entry in approved:
+        args = fill(entry.get("args") or {})
+        if not isinstance(args, dict):
+            continue
+        scope = RecordingScope.record(workspace, workspace)
+        findings = check_call(entry["tool"], args, scope)
+        hard = call_findings(entry["tool"], args, scope, findings)
+        role = "" if entry.get("role") == "action" else f" ({entry.get('role')})"
+        problems.extend(f"step {entry['step']}{role}: {entry['tool']} {f.detail}" for f in hard)
+    return problems

@@ -114,10 +114,16 @@ def init_session(
     trajectory_path: str | None = None,
     environment: dict[str, Any] | str | None = None,
     safety_policy: str | list[str] | None = None,
+    *,
+    files_root: str | Path | None = None,
+    allow_secret_files: bool = False,
 ) -> tuple[CheckpointSession, bool]:
     """Store (or replace) the checkpoint session of a workspace; `replaced` says which.
 
     Replacing deactivates the workspace's active plan; earlier `ckpt_NNN/` stay.
+    `trajectory_path` (relative to the workspace) obeys the rules of every file a tool
+    argument names (`inputs.check_context_path`): inside `files_root` (the server's working
+    directory; default the workspace), never a secret unless `allow_secret_files`.
     """
     workspace = Path(workspace_dir).expanduser().resolve()
     if not workspace.is_dir():
@@ -126,8 +132,13 @@ def init_session(
         raise InputError("original_task is empty: give the task the executor is working on")
     tools = _tools(available_tools)
     trajectory = None
-    if trajectory_path:
-        trajectory = str((workspace / Path(trajectory_path).expanduser()).resolve())
+    if trajectory_path is not None:
+        from massgen_mcp.inputs import check_context_path
+
+        root = Path(files_root).resolve() if files_root is not None else workspace
+        trajectory = str(check_context_path(trajectory_path, root, what="trajectory_path",
+                                            allow_secrets=allow_secret_files,
+                                            relative_to=workspace))
     policy = [safety_policy] if isinstance(safety_policy, str) else list(safety_policy or [])
     session_id = session_id_for(workspace)
     root = _root(state_dir)

@@ -1,0 +1,439 @@
+"""The hardline policy: what no checkpoint plan can approve. Standard library only.
+
+    delete-system  deleting /, a home directory or what holds one, a system tree (/etc,
+                   /usr, /bin, ...) or anything in one, or the repository's `.git`
+    device-write   writing to a disk or other device (`/dev/sda`; `/dev/null` is fine)
+    guard          touching the guard itself: reading or writing the signing key and the
+                   signed active plans (the key directory), writing the checkpoint state,
+                   the Claude Code settings that register the hook or the hook's own
+                   program, and running massgen-mcp's code (which holds the key) from a call
+    secret         reading or sending a secret: the Read tool on a secret file, printing,
+                   copying or uploading one, sending the environment over the network
+    operator       what the operator added in `<key dir>/hardline.txt`
+
+The plan validator rejects a plan that lists such an action (`schema.hardline_problems`,
+the same `call_findings` run on each approved call), and the
+hook denies such a call even when the active plan approves it (`call_findings`). Both
+judge the call with the hook's own shell analysis (`shell.py`, `patterns.py`): a
+`RecordingScope` passed to `check_call` records every path the rules resolve, and this
+module classifies those paths; it parses nothing itself.
+
+The operator's additions (`path`, `command`, `tool` rules) are read by `hardline_operator.py`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+
+from massgen_mcp.hook.active import is_under, key_path
+from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.scope import Scope, secret_kind
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
+    from typing import Any
+
+    from massgen_mcp.hook.shell import SimpleCommand
+
+PREFIX = "hardline:"
+SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+                "/proc", "/root", "/sbin", "/sys", "/usr", "/var", "/System", "/Library",
+                "/Applications", "/private/etc", "/private/var", "/opt/homebrew", "/nix")
+_SCRATCH = ("/var/tmp", "/private/var/tmp", "/private/var/folders")
+_HARMLESS_DEVICES = ("/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/stdin",
+                     "/dev/tty", "/dev/random", "/dev/urandom", "/dev/fd/", "/dev/shm/")
+_SECRET_RULES = frozenset({"print-secret", "copy-secret", "secret-upload", "env-dump"})
+_DELETE_RULES = frozenset({"rm-root-or-home", "rm-git-dir"})
+_READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Grep": "path"}
+_DEVICE_TOOLS = frozenset({"mkfs", "wipefs", "fdisk", "sfdisk", "parted", "mkswap", "blkdiscard",
+                           "hdparm", "badblocks"})
+_RECURSIVE_READERS = frozenset({"rg", "ag", "ack", "tar", "zip", "7z", "rsync", "scp", "cpio"})
+_READERS = frozenset({"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg",
+                      "ls", "stat", "wc", "jq", "diff", "file", "tree", "bat", "du", "test",
+                      "[", "realpath", "readlink", "sha256sum", "md5sum", "git", "echo"})
+_OUR_SAFE_SUBCOMMANDS = frozenset({"run", "plan", "view", "report", "doctor", "hook",
+                                   "--help", "-h", "--version"})
+
+
+_GROUPS = {"delete-system": "destruction", "device-write": "destruction", "guard":
+           "access_control", "secret": "secrets", "operator": "destruction"}
+
+
+def _finding(rule: str, detail: str, group: str | None = None) -> Finding:
+    """A hardline finding: its rule starts with `hardline:`; its group is the policy group
+    it belongs to, so the reason names it like any other."""
+    kind = rule.split(":", 1)[0]
+    return Finding(group or _GROUPS[kind], PREFIX + rule,
+                   f"{detail} (hardline: no checkpoint plan can approve this)")
+
+
+def is_hardline(finding: Finding) -> bool:
+    return str(finding.rule).startswith(PREFIX)
+
+
+# ------------------------------------------------------------------ what the guard is
+
+
+def key_dir() -> str:
+    """The directory of the signing key and the signed active plans."""
+    return os.path.realpath(os.path.dirname(key_path()))
+
+
+def _settings_files(workspace: str, home: str) -> list[str]:
+    files = [os.path.join(base, ".claude", name) for base in (workspace, home)
+             for name in ("settings.json", "settings.local.json")]
+    return [*files, "/etc/claude-code", "/Library/Application Support/ClaudeCode"]
+
+
+def _program_paths(workspace: str) -> list[str]:
+    """The hook's own code: this package, and the `massgen-mcp` launcher that runs it.
+
+    Inside the workspace (a checkout of massgen-mcp itself) the package is project code:
+    the plan governs it like any other file.
+    """
+    package = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [] if is_under(package, workspace) else [package]
+    import sys
+
+    launcher = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.basename(launcher).startswith("massgen-mcp") and not is_under(launcher,
+                                                                            workspace):
+        paths.append(launcher)
+    return paths
+
+
+def guard_paths(scope: Scope, state_roots: tuple[str, ...] = ()) -> tuple[str, list[str]]:
+    """(key dir, paths that may not be written or deleted): the key dir, the checkpoint
+    state, the Claude Code settings and the hook's program."""
+    keys = key_dir()
+    roots = [os.path.join(scope.workspace, ".massgen", "checkpoints"), *state_roots]
+    home_state = os.environ.get("MASSGEN_MCP_HOME")
+    if home_state:
+        roots.append(os.path.join(os.path.realpath(home_state), "checkpoints"))
+    return keys, [keys, *roots, *_settings_files(scope.workspace, scope.home),
+                  *_program_paths(scope.workspace)]
+
+
+# ------------------------------------------------------------------ path matching
+
+
+def _segments(path: str) -> list[str]:
+    return [s for s in path.split("/") if s]
+
+
+def _globbed(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+def names_inside(pattern: str, root: str) -> bool:
+    """Could `pattern` (an absolute path, maybe a glob) name `root` or something in it?"""
+    if not _globbed(pattern):
+        return is_under(pattern, root)
+    pat, want = _segments(pattern), _segments(root)
+    if "**" in pat[:len(want)]:
+        return True
+    return len(pat) >= len(want) and all(
+        fnmatch.fnmatchcase(w, p) for p, w in zip(pat, want, strict=False))
+
+
+def names_ancestor(pattern: str, target: str) -> bool:
+    """Could `pattern` name `target` or a directory above it?"""
+    if not _globbed(pattern):
+        return is_under(target, pattern)
+    pat, want = _segments(pattern), _segments(target)
+    if "**" in pat:
+        return True
+    return len(pat) <= len(want) and all(
+        fnmatch.fnmatchcase(w, p) for p, w in zip(pat, want, strict=False))
+
+
+def _absolute(scope: Scope, word: str) -> str | None:
+    """The absolute path a word names (globs kept, symlinks resolved when literal)."""
+    expanded = scope.expand(word)
+    if not expanded:
+        return None
+    path = os.path.normpath(os.path.join(scope.cwd, expanded))
+    return path if _globbed(path) else os.path.realpath(path)
+
+
+def _is_device(path: str) -> bool:
+    return is_under(path, "/dev") and not any(
+        path == d or (d.endswith("/") and path.startswith(d)) for d in _HARMLESS_DEVICES)
+
+
+def _in_system_tree(path: str, scope: Scope) -> bool:
+    # Home (root's is /root) and the workspace are the user's, whatever tree holds them.
+    if (is_under(path, scope.home) or is_under(path, scope.workspace) or scope.in_temp(path)
+            or any(names_inside(path, s) for s in _SCRATCH)):
+        return False
+    return any(names_inside(path, tree) or names_ancestor(path, tree) for tree in SYSTEM_TREES)
+
+
+# ------------------------------------------------------------------ recording the rules
+
+
+class RecordingScope(Scope):
+    """A `Scope` that remembers every path the rules judge as deleted or written.
+
+    `check_call` resolves each target through `delete_finding` / `write_finding`; recording
+    them lets this module classify exactly what the shell analysis saw, without parsing the
+    command a second time.
+    """
+
+    events: list[tuple[str, str]]
+
+    def __new__(cls, *fields: Any) -> RecordingScope:
+        self = super().__new__(cls, *fields)
+        self.events = []
+        return self
+
+    @classmethod
+    def record(cls, cwd: str, workspace: str | None = None) -> RecordingScope:
+        """`Scope.create`, recording."""
+        base = Scope.create(cwd, workspace)
+        return cls(base.cwd, base.workspace, base.home, base.temp_roots)
+
+    def with_cwd(self, cwd: str) -> RecordingScope:
+        moved = RecordingScope(os.path.realpath(cwd), self.workspace, self.home, self.temp_roots)
+        moved.events = self.events
+        return moved
+
+    def _replace(self, **changes: Any) -> RecordingScope:  # a copy records into the same list
+        moved = RecordingScope(*(changes.get(f, getattr(self, f)) for f in self._fields))
+        moved.events = self.events
+        return moved
+
+    def _record(self, kind: str, word: str) -> None:
+        path = _absolute(self, word.rstrip("/") or "/")
+        if path is not None:
+            self.events.append((kind, path))
+
+    def delete_finding(self, word: str) -> Finding | None:
+        self._record("delete", word)
+        return super().delete_finding(word)
+
+    def write_finding(self, word: str, *, verb: str = "writes") -> Finding | None:
+        self._record("write", word)
+        return super().write_finding(word, verb=verb)
+
+
+# ------------------------------------------------------------------ the policy
+
+
+def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
+                  findings: list[Finding], state_roots: tuple[str, ...] = ()) -> list[Finding]:
+    """The hardline findings of one call, given what `check_call(tool, tool_input, scope)`
+    found and recorded. Empty: the call is not on the hard line."""
+    keys, protected = guard_paths(scope, state_roots)
+    out: list[Finding] = []
+    for f in findings:
+        if f.rule in _DELETE_RULES:
+            out.append(_finding(f"delete-system:{f.rule}", f.detail, f.group))
+        elif f.rule in _SECRET_RULES:
+            out.append(_finding(f"secret:{f.rule}", f.detail, f.group))
+    linked = _link_sources(tool_input.get("command") if tool == "Bash" else None, scope)
+    for kind, path in scope.events:
+        if not (kind == "delete" and path in linked):  # `ln -s /usr/bin/x y` reads, keeps
+            out.extend(_event(kind, path, scope, keys, protected))
+    if tool in _READ_TOOLS:
+        out.extend(_read_tool(tool_input.get(_READ_TOOLS[tool]), scope, keys, tool))
+    command = tool_input.get("command") if tool == "Bash" else None
+    if isinstance(command, str):
+        out.extend(_bash(command, scope, keys, protected))
+    if tool.startswith("mcp__"):
+        out.extend(_mcp(tool, tool_input, scope, keys))
+    out.extend(_operator(tool, tool_input, scope, command))
+    return _dedup(out)
+
+
+def _event(kind: str, path: str, scope: Scope, keys: str,
+           protected: list[str]) -> list[Finding]:
+    out: list[Finding] = []
+    # Deleting the workspace or above is judged by the delete rules (rm-workspace, home).
+    above = kind == "delete" and not names_ancestor(path, scope.workspace)
+    if any(names_inside(path, p) or (above and names_ancestor(path, p)) for p in protected):
+        out.append(_finding("guard", f"{'deletes' if kind == 'delete' else 'writes'} {path}, "
+                                     "part of the checkpoint guard (its key, state, settings "
+                                     "or program)"))
+    if kind == "delete":
+        git = os.path.join(scope.workspace, ".git")
+        if path == "/" or names_ancestor(path, scope.home):
+            out.append(_finding("delete-system", f"deletes {path}, which holds a home "
+                                                 "directory or the whole system"))
+        elif _in_system_tree(path, scope):
+            out.append(_finding("delete-system", f"deletes {path}, in a system tree"))
+        elif path == git or (_globbed(path) and names_ancestor(path, git)
+                             and not names_ancestor(path, scope.workspace)):
+            out.append(_finding("delete-system", f"deletes {path}, the repository's .git"))
+    elif _is_device(path):
+        out.append(_finding("device-write", f"writes to the device {path}"))
+    return out
+
+
+_PARSED: dict[str, list[SimpleCommand]] = {}
+
+
+def commands_of(command: str) -> list[SimpleCommand]:
+    """`shell.simple_commands`, parsed once per hook call however many checks ask."""
+    if command not in _PARSED:
+        from massgen_mcp.hook.shell import simple_commands
+
+        _PARSED.clear()
+        _PARSED[command] = simple_commands(command)
+    return _PARSED[command]
+
+
+def _link_sources(command: Any, scope: Scope) -> set[str]:
+    """Targets of `ln -s`: the file rules judge them as deletes (a link to home is a way to
+    delete it later), but making the link deletes nothing."""
+    if not isinstance(command, str) or "ln" not in command:
+        return set()
+    return {p for c in commands_of(command) if c.program == "ln"
+            for w in c.positionals()[:-1] if (p := _absolute(scope, w.rstrip("/") or "/"))}
+
+
+def _read_tool(value: Any, scope: Scope, keys: str, tool: str) -> list[Finding]:
+    if not isinstance(value, str) or not value:
+        return []
+    path = _absolute(scope, value)
+    if path is None:
+        return []
+    if names_inside(path, keys) or (tool == "Grep" and names_ancestor(path, keys)):
+        return [_finding("guard", f"{tool} reads {path}, where the checkpoint key and signed "
+                                  "plans are kept")]
+    kind = None if os.path.isdir(path) else secret_kind(path)
+    return [_finding("secret", f"{tool} reads {value}, {kind}")] if kind else []
+
+
+_MCP_PATH_ARGS = ("path", "file_path", "filepath", "file", "filename", "source", "src",
+                  "paths", "files")
+
+
+def _mcp(tool: str, args: dict[str, Any], scope: Scope, keys: str) -> list[Finding]:
+    """Another MCP server's tool (it runs outside any sandbox) reaching the key, or reading
+    a secret (writing one is gated as a write, like the Write tool)."""
+    from massgen_mcp.hook.patterns import _WRITE_VERBS, name_words
+
+    words = set(name_words(tool.rsplit("__", 1)[-1]))
+    writes = bool(_WRITE_VERBS & words) and not words & {"upload", "send", "post", "share"}
+    out: list[Finding] = []
+    for key in _MCP_PATH_ARGS:
+        values = args.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            path = _absolute(scope, value) if isinstance(value, str) and value else None
+            if path is None:
+                continue
+            if names_inside(path, keys):
+                out.append(_finding("guard", f"{tool} reaches {value}, where the checkpoint "
+                                             "key and signed plans are kept"))
+            elif not writes and (kind := secret_kind(path)) and not os.path.isdir(path):
+                out.append(_finding("secret", f"{tool} reads or sends {value}, {kind}"))
+    return out
+
+
+def _words(cmd: SimpleCommand) -> list[str]:
+    """The words of a command that may be paths: operands, redirect targets, `--opt=path`."""
+    words = [w for op, w in cmd.redirects if w and not w.startswith("&") and op != "<<<"]
+    for arg in cmd.args:
+        if not arg.startswith("-"):
+            words.append(arg)
+        if "=" in arg:  # `--file=x`, `if=x`
+            words.append(arg.split("=", 1)[1])
+    return words
+
+
+def _recursive(cmd: SimpleCommand) -> bool:
+    if cmd.program in _RECURSIVE_READERS:
+        return True
+    if cmd.program in ("grep", "egrep", "fgrep", "cp", "chmod", "chown") and (
+            cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_short_flag("a")
+            or cmd.has_long("--recursive")):
+        return True
+    return cmd.program == "find" and any(
+        a in ("-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls", "-delete")
+        for a in cmd.args)
+
+
+def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[Finding]:
+    out: list[Finding] = []
+    home = scope.home.rstrip("/")
+    spelled = {keys, keys.replace(home, "~", 1), keys.replace(home, "$HOME", 1),
+               keys.replace(home, "${HOME}", 1), "/" + os.path.basename(key_path())}
+    for needle in spelled:
+        if needle and needle != "/" and needle in command:
+            out.append(_finding("guard", f"names {needle}, where the checkpoint key and "
+                                         "signed plans are kept"))
+            break
+    for cmd in commands_of(command):
+        if cmd.program.startswith("massgen-mcp") or cmd.program.startswith("massgen_mcp"):
+            sub = next((a for a in cmd.args if not a.startswith("--") or a in
+                        _OUR_SAFE_SUBCOMMANDS), "serve")
+            if sub not in _OUR_SAFE_SUBCOMMANDS:
+                out.append(_finding("guard", f"runs `massgen-mcp {sub}`, which signs "
+                                             "checkpoint plans with the guard's key"))
+        if cmd.program.startswith("python") and _runs_our_code(cmd):
+            out.append(_finding("guard", "runs massgen-mcp's own code (which holds the key "
+                                         "that signs checkpoint plans) from a tool call"))
+        for word in _words(cmd):
+            path = _absolute(scope, word)
+            if path is None or path == "/":
+                continue
+            if names_inside(path, keys) or (_recursive(cmd) and names_ancestor(path, keys)):
+                out.append(_finding("guard", f"{cmd.program} reaches {word}, where the "
+                                             "checkpoint key and signed plans are kept"))
+            elif cmd.program not in _READERS and any(names_inside(path, p) for p in protected):
+                out.append(_finding("guard", f"{cmd.program} touches {word}, part of the "
+                                             "checkpoint guard (its state, settings or program)"))
+        if cmd.program in _DEVICE_TOOLS or cmd.program.startswith("mkfs."):
+            out.extend(_finding("device-write", f"{cmd.program} writes the device {w}")
+                       for w in cmd.args if _is_device(_absolute(scope, w) or ""))
+        if cmd.program == "dd":
+            out.extend(_finding("device-write", f"dd writes the device {a[3:]}")
+                       for a in cmd.args if a.startswith("of=")
+                       and _is_device(_absolute(scope, a[3:]) or ""))
+    return out
+
+
+def _runs_our_code(cmd: SimpleCommand) -> bool:
+    code = " ".join(cmd.args) + (cmd.stdin_code or "")
+    return "massgen_mcp" in code
+
+
+def _dedup(findings: list[Finding]) -> list[Finding]:
+    return list({f.detail: f for f in reversed(findings)}.values())[::-1]
+
+
+def _operator(tool: str, tool_input: dict[str, Any], scope: Scope,
+              command: str | None) -> list[Finding]:
+    """The hardline findings of one call under the operator's additions."""
+    from massgen_mcp.hook.hardline_operator import operator_rules
+
+    rules = operator_rules()
+    if not rules:
+        return []
+    out: list[Finding] = []
+    paths = [p for e in getattr(scope, "events", []) for p in [e[1]]]
+    for key in ("file_path", "notebook_path", "path"):
+        value = tool_input.get(key)
+        if isinstance(value, str) and (p := _absolute(scope, value)):
+            paths.append(p)
+    commands = []
+    if command:
+        commands = [" ".join([c.program, *c.args]) for c in commands_of(command)]
+        paths.extend(p for c in commands_of(command) for w in _words(c)
+                     if (p := _absolute(scope, w)))
+    for kind, value in rules:
+        if kind == "tool" and fnmatch.fnmatchcase(tool, value):
+            out.append(_finding("operator", f"calls {tool}, which the operator's hardline "
+                                            f"file forbids ({value})"))
+        elif kind == "command" and any(c == value or c.startswith(value + " ")
+                                       for c in commands):
+            out.append(_finding("operator", f"runs `{value}`, which the operator's hardline "
+                                            "file forbids"))
+        elif kind == "path":
+            root = os.path.expanduser(value.rstrip("/").removesuffix("/**")) or "/"
+            if any(names_inside(p, root) or fnmatch.fnmatchcase(p, value) for p in paths):
+                out.append(_finding("operator", f"touches {value}, which the operator's "
+                                                "hardline file forbids"))
+    return out
