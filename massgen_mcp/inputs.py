@@ -1,9 +1,17 @@
-"""Files given to a run as context: read safely, bounded, never outside the working directory,
-and never a secret (`.env`, keys, credential stores: what the PreToolUse hook protects) unless
-the operator allowed it; the contents are sent to every provider of the team."""
+"""What a run sends to providers besides the prompts: the task, the context text and files.
+
+Files are read safely, bounded, never outside the working directory, and never a secret
+(`.env`, keys, token-bearing files: the one list, in `hook/scope.py`, and a private key or a
+token in a git config found by content) unless the operator allowed it. Task and context are
+bounded in size whoever sends them (stdio has no request size limit of its own) and the
+configured keys are replaced with `***` in them: everything here is sent to every provider
+of the team, on every turn.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from massgen_mcp.errors import InputError
@@ -11,7 +19,27 @@ from massgen_mcp.errors import InputError
 MAX_FILE_BYTES = 200_000
 MAX_TOTAL_BYTES = 600_000
 MAX_FILES = 20
+#: The task (for plan and checkpoint: goal, objective, constraints and action goals together)
+#: and the context (text and files together), in characters.
+MAX_TASK_CHARS = 100_000
+MAX_CONTEXT_CHARS = 1_000_000
 SECRET_FILES_FLAG = "--allow-secret-files"
+
+
+def screen_inputs(task: str, context: str | None, secrets: Iterable[str]
+                  ) -> tuple[str, str | None]:
+    """The task and context as they may be sent: within the size limits (InputError
+    otherwise) and with the configured keys (and anything shaped like a key) redacted."""
+    from massgen_mcp.redaction import Redactor
+
+    for what, text, limit, fix in (
+            ("the task", task, MAX_TASK_CHARS, "put long material in 'context' or 'files'"),
+            ("the context", context, MAX_CONTEXT_CHARS, "pass an excerpt")):
+        if text is not None and len(text) > limit:
+            raise InputError(f"{what} is {len(text):,} characters; the limit is {limit:,} "
+                             f"(it is sent to every agent on every turn): {fix}")
+    redactor = Redactor(secrets)
+    return redactor.text(task), (redactor.text(context) if context is not None else None)
 
 
 def read_context_files(paths: list[str], root: Path | None = None, *,
@@ -41,12 +69,33 @@ def read_context_files(paths: list[str], root: Path | None = None, *,
             raise InputError(f"files: cannot read '{raw}': {e.strerror}") from None
         if b"\x00" in data[:8192]:
             raise InputError(f"files: '{raw}' looks binary; only text files can be given")
+        kind = None if allow_secrets else _secret_content(target, data)
+        if kind:
+            raise InputError(f"files: '{raw}' holds {kind}, which is never sent to the "
+                             "models; pass the non-secret parts in 'context', or start the "
+                             f"server with {SECRET_FILES_FLAG}")
         total += len(data)
         if total > MAX_TOTAL_BYTES:
             raise InputError(f"files: together the files exceed {MAX_TOTAL_BYTES:,} bytes")
         text = data.decode("utf-8", errors="replace")
         parts.append(f"=== {target.relative_to(base)} ===\n{text}")
     return "\n\n".join(parts)
+
+
+_PRIVATE_KEY = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
+_URL_PASSWORD = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
+_GIT_HEADER = re.compile(rb"extraheader\s*=\s*(authorization|private-token)", re.I)
+
+
+def _secret_content(path: Path, data: bytes) -> str | None:
+    """Secrets a file's name does not show: a private key pasted anywhere, or a git config
+    whose remote URL or extra header carries a token (`https://x:ghp_...@github.com`)."""
+    if _PRIVATE_KEY.search(data):
+        return "a private key"
+    if (".git" in path.parts or path.name == ".gitmodules") and (
+            _URL_PASSWORD.search(data) or _GIT_HEADER.search(data)):
+        return "a git config with a token (in a remote URL or an extra header)"
+    return None
 
 
 def check_context_path(raw: object, base: Path, *, allow_secrets: bool = False,

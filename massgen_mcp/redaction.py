@@ -124,10 +124,33 @@ class Redactor:
         return self.text(str(obj))
 
 
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@")
+_BEARER = re.compile(r"\b(?:Bearer|Basic|token)\s+([A-Za-z0-9._~+/=-]{8,})", re.I)
+
+
+def secret_args(args: Iterable[str]) -> list[str]:
+    """The secrets on a tool server's command line: values of secret-named options
+    (`--api-key=X`, `--token X`, `-p X` is not guessed), secret-named `NAME=X` assignments,
+    passwords in URLs (`https://user:X@host`) and bearer tokens (`Authorization: Bearer X`)."""
+    found: list[str] = []
+    items = [a for a in args if isinstance(a, str)]
+    for i, arg in enumerate(items):
+        name, eq, value = arg.partition("=")
+        if eq and value and _SECRET_NAME.search(name):
+            found.append(value)
+        elif (arg.startswith("-") and not eq and _SECRET_NAME.search(arg)
+              and i + 1 < len(items) and not items[i + 1].startswith("-")):
+            found.append(items[i + 1])
+        found += _URL_PASSWORD.findall(arg)
+        found += _BEARER.findall(arg)
+    return [f for f in found if len(f) >= _MIN_SECRET]
+
+
 def configured_secrets(team: Team | None = None, env: Mapping[str, str] | None = None
                        ) -> list[str]:
     """Every key this process was configured with: the team's API keys, the provider key
-    variables of the environment, and the secret-named `env` of the team's tool servers."""
+    variables of the environment, and the secrets of the team's tool servers (secret-named
+    `env` and `headers`, and what `secret_args` finds in their `args` and `url`)."""
     from massgen_mcp.config.providers import PROVIDERS
 
     found: list[str] = []
@@ -144,6 +167,8 @@ def configured_secrets(team: Team | None = None, env: Mapping[str, str] | None =
             for server in agent.backend.servers():
                 found += [v for k, v in server.env.items() if _SECRET_NAME.search(k)]
                 found += [v for k, v in server.headers.items() if _SECRET_NAME.search(k)]
+                found += secret_args([*server.args, server.url or "",
+                                      *(f"{k}: {v}" for k, v in server.headers.items())])
     return found
 
 

@@ -82,16 +82,28 @@ def _encodable(value: Any) -> Any:
     return value
 
 
+#: More tokens than one call can read or write (twice the largest context window offered):
+#: a reply claiming more is a bad reply, not spending that would end the run's budget.
+MAX_TOKENS_PER_CALL = 20_000_000
+
+
 def count(value: Any) -> int:
-    """A token count from a reply: servers send ints, sometimes strings or null."""
+    """A token count from a reply: servers send ints, sometimes strings or null. A count no
+    call can reach (`1e30`, `inf`) raises ValueError, which the backends report as an
+    unexpected reply (that turn fails and is retried)."""
     if isinstance(value, bool):
         return 0
-    if isinstance(value, int):
-        return max(value, 0)
     try:
-        return max(int(float(str(value))), 0)
+        n = value if isinstance(value, int) else int(float(str(value)))
     except (TypeError, ValueError):
         return 0
+    except OverflowError:  # "inf"
+        n = MAX_TOKENS_PER_CALL + 1
+    if n > MAX_TOKENS_PER_CALL:
+        magnitude = int(n.bit_length() * 0.30103)  # str() of a 5000-digit int raises
+        raise ValueError(f"its usage report claims about 10^{magnitude} tokens for one call, "
+                         f"more than any model reads or writes ({MAX_TOKENS_PER_CALL:,})")
+    return max(n, 0)
 
 
 def redact(text: str, spec: AgentSpec) -> str:

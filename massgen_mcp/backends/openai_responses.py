@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.backends._common import (
     TOOL_ERROR_PREFIX,
+    bad_reply_error,
+    count,
     parse_arguments,
 )
 from massgen_mcp.backends.native_tools import NativeUse, responses_tools
@@ -70,8 +72,11 @@ class OpenAIResponsesBackend:
         usage = Usage(calls=1)
         reasoning_tokens = 0
         if response.usage is not None:
-            usage.input_tokens = response.usage.input_tokens or 0
-            usage.output_tokens = response.usage.output_tokens or 0
+            try:
+                usage.input_tokens = count(response.usage.input_tokens)
+                usage.output_tokens = count(response.usage.output_tokens)
+            except ValueError as e:
+                raise bad_reply_error(self._spec, str(e)) from None
             details = response.usage.output_tokens_details
             reasoning_tokens = (details.reasoning_tokens or 0) if details else 0
         data: dict[str, Any] = {

@@ -53,6 +53,12 @@ VOTING_SENSITIVITY: dict[str, Level] = {
     "checklist": "balanced", "checklist_scored": "balanced", "checklist_gated": "strict",
 }
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+# Upper bounds for every number a team file sets (a file named by a tool call included): a
+# timeout of 1e300 s is a run that never ends, and a huge count overflows an SDK.
+MAX_SECONDS = 86_400  # a day, for a run or one request
+MAX_OUTPUT_TOKENS = 1_000_000
+MAX_RUN_TOKENS = 1_000_000_000
+MAX_PROMPT_CHARS = 200_000
 
 
 # ---------------------------------------------------------------------------- models
@@ -109,19 +115,19 @@ class BackendConfig(_Lenient):
     api_version: str | None = None  # azure_openai
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
-    max_tokens: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0, le=MAX_OUTPUT_TOKENS)
     reasoning: dict[str, Any] | str | None = None  # {effort: low|medium|high} or "high"
     reasoning_effort: str | None = None
     text: dict[str, Any] | None = None  # Responses API: {verbosity: low|medium|high}
     # Sampling options OpenAI-compatible servers take as extra body fields (vLLM, SGLang).
-    top_k: int | None = Field(default=None, ge=-1)
+    top_k: int | None = Field(default=None, ge=-1, le=1_000_000)
     chat_template_kwargs: dict[str, Any] | None = None
     # The provider's own server-side tools (see backends/native_tools.py).
     enable_web_search: bool = False
     enable_code_interpreter: bool = False  # OpenAI
     enable_code_execution: bool = False  # Anthropic, Gemini
     cwd: str | None = None  # MassGen's agent workspace: only `${cwd}` uses it here
-    request_timeout_seconds: float = Field(default=600, gt=0)
+    request_timeout_seconds: float = Field(default=600, gt=0, le=MAX_SECONDS)
     max_retries: int = Field(default=3, ge=0, le=10)
     mcp_servers: list[MCPServerConfig] | None = None  # a dict keyed by name is accepted too
     allowed_tools: list[str] | None = None
@@ -174,8 +180,9 @@ class BackendConfig(_Lenient):
 class AgentConfig(_Lenient):
     id: str = Field(min_length=1, max_length=64)
     backend: BackendConfig
-    system_message: str | None = None
-    append_system_prompt: str | None = None  # MassGen: added after system_message
+    system_message: str | None = Field(default=None, max_length=MAX_PROMPT_CHARS)
+    append_system_prompt: str | None = Field(  # MassGen: added after system_message
+        default=None, max_length=MAX_PROMPT_CHARS)
 
 
 class ContextPath(_Lenient):
@@ -183,7 +190,7 @@ class ContextPath(_Lenient):
 
     path: str = Field(min_length=1)
     permission: Literal["read", "write"] = "read"  # write is served read-only (warned)
-    protected_paths: list[str] = Field(default_factory=list)
+    protected_paths: list[str] = Field(default_factory=list, max_length=1000)
 
     @model_validator(mode="before")
     @classmethod
@@ -201,44 +208,46 @@ CALLS_PER_AGENT = 20
 
 
 class OrchestratorConfig(_Lenient):
-    max_new_answers_per_agent: int | None = Field(default=DEFAULT_MAX_NEW_ANSWERS, ge=1)
+    max_new_answers_per_agent: int | None = Field(default=DEFAULT_MAX_NEW_ANSWERS, ge=1,
+                                                  le=100)
     answer_novelty_requirement: Level = "lenient"
     voting_sensitivity: Level = "lenient"
     skip_final_presentation: bool = False
-    orchestrator_timeout_seconds: float = Field(default=1800, gt=0)
+    orchestrator_timeout_seconds: float = Field(default=1800, gt=0, le=MAX_SECONDS)
     # MassGen's name is fairness_lead_cap_answers; the short name is accepted too.
-    fairness_lead_cap: int | None = Field(default=2, ge=1, alias="fairness_lead_cap_answers")
+    fairness_lead_cap: int | None = Field(default=2, ge=1, le=100,
+                                          alias="fairness_lead_cap_answers")
     fairness_enabled: bool = True
-    context_paths: list[ContextPath] = Field(default_factory=list)
-    max_total_tokens: int | None = Field(default=None, gt=0)
+    context_paths: list[ContextPath] = Field(default_factory=list, max_length=100)
+    max_total_tokens: int | None = Field(default=None, gt=0, le=MAX_RUN_TOKENS)
     max_attempts_per_turn: int = Field(default=3, ge=1, le=10)
     max_tool_calls_per_turn: int = Field(default=20, ge=0, le=200)
-    tool_call_timeout_seconds: float = Field(default=60, gt=0)
-    tool_server_startup_timeout_seconds: float = Field(default=30, gt=0)
+    tool_call_timeout_seconds: float = Field(default=60, gt=0, le=3600)
+    tool_server_startup_timeout_seconds: float = Field(default=30, gt=0, le=600)
     #: Per-run cap on provider calls (cancelled ones included); unset: derived from the team
     #: (CALLS_PER_AGENT per agent, more for agents with tools). Reaching it stops the run
     #: with status budget_exceeded and the best answer so far.
-    max_provider_calls: int | None = Field(default=None, ge=1)
+    max_provider_calls: int | None = Field(default=None, ge=1, le=100_000)
     #: Stop the run (budget_exceeded) once its estimated cost passes this many US dollars.
-    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, gt=0, le=100_000)
     #: An agent that has answered waits up to this long for every live peer's first answer
     #: before its next turn (that turn would be cancelled by the peer's answer anyway); 0
     #: turns the wait off (MassGen's behaviour).
-    first_answer_wait_seconds: float = Field(default=60, ge=0)
+    first_answer_wait_seconds: float = Field(default=60, ge=0, le=3600)
     #: The winner needs at least this share of the votes (0-1); below it the run ends
     #: `no_consensus` with the candidates listed and no final answer. Unset: any winner.
     min_agreement: float | None = Field(default=None, gt=0, le=1)
     #: A member still working once every other live member has answered (or voted) gets
     #: max(straggler_grace_seconds, straggler_grace_factor x its peers' longest turn), then
     #: is cut off: the run goes on without it and ends `degraded`. null: never cut off.
-    straggler_grace_seconds: float | None = Field(default=30, ge=0)
-    straggler_grace_factor: float = Field(default=2.0, ge=0)
+    straggler_grace_seconds: float | None = Field(default=30, ge=0, le=86400)
+    straggler_grace_factor: float = Field(default=2.0, ge=0, le=100)
     #: The deadline of one provider call; unset: a third of orchestrator_timeout_seconds.
     #: A call past it is cancelled and the turn fails (retried once, then the agent drops).
-    call_timeout_seconds: float | None = Field(default=None, gt=0)
+    call_timeout_seconds: float | None = Field(default=None, gt=0, le=86400)
     #: Output cap of every call whose backend sets no max_tokens; unset: sized per mode
     #: (coordination/limits.py).
-    max_output_tokens: int | None = Field(default=None, gt=0)
+    max_output_tokens: int | None = Field(default=None, gt=0, le=1_000_000)
     #: Stop once the outstanding votes cannot change the winner (nor bring it below
     #: min_agreement): their turns are cancelled and counted. A deviation from MassGen,
     #: which waits for every vote.
@@ -246,7 +255,7 @@ class OrchestratorConfig(_Lenient):
     #: Show the answers in a seeded random order per voter and round (position bias);
     #: the seed is recorded in the result (`shuffle_seed`) and can be fixed here.
     shuffle_answers: bool = True
-    shuffle_seed: int | None = Field(default=None, ge=0)
+    shuffle_seed: int | None = Field(default=None, ge=0, le=2**63)
     #: Checkpoint teams: how many live reviewers must vote for the plan that is approved
     #: (a split or plurality approves nothing). The server's --checkpoint-approval may
     #: ask for more; the stricter wins.

@@ -16,7 +16,11 @@ unless the operator chose `--allow-team-path=full`.
 
 `${VAR}` expands only in fields that hold secrets or endpoints (a backend's `api_key`,
 `base_url`, `api_version`, its `mcp_servers` and a CLI agent's `env`), never in prompts such as
-`system_message`, which are sent to a model.
+`system_message`, which are sent to a model. Fields that choose an endpoint or a process (and
+`env` entries that name an endpoint, like `ANTHROPIC_BASE_URL`) read the real environment only,
+not the project's `.env` (see `env.py`). In a restricted file, `${VAR}` is refused everywhere:
+such a file may not hold keys or endpoints at all, and a variable in `api_version` or a model
+name would carry a secret into a URL.
 """
 
 from __future__ import annotations
@@ -27,18 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from massgen_mcp.config.env import expand_vars
+from massgen_mcp.config.env import expand_vars, redirects
 from massgen_mcp.config.yaml_file import check_path_text
 from massgen_mcp.errors import ConfigError
 
 PathAccess = Literal["none", "restricted", "full"]
 ALLOW_FLAG = "--allow-team-path"
 # Backend fields that decide where requests and keys go, or that start processes.
-_REDIRECTING = ("base_url", "api_base", "azure_endpoint", "endpoint", "api_key", "headers",
+_REDIRECTING = ("base_url", "api_base", "azure_endpoint", "endpoint", "api_key", "headers", "env",
                 "default_headers", "extra_headers", "http_headers")
 _PROCESSES = ("mcp_servers", "custom_tools", "command", "cwd")
 # Backend fields where `${VAR}` is expanded (the whole value, for mcp_servers).
 _EXPANDED = ("api_key", "base_url", "api_version", "mcp_servers", "env")  # env: a CLI agent's
+_SECRET_FIELDS = ("api_key",)  # where a `${VAR}` may take its value from the project's .env
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,13 @@ def resolve_team_argument(arg: str, policy: TeamPolicy, cwd: Path) -> TeamSource
     if not is_path:
         mine = team_dir_files(policy.team_dirs)
         if arg in mine:
-            return TeamSource(arg, mine[arg])
+            # A symlink in a team directory is trusted only if it leads to a file that is
+            # in one too: otherwise it is a path outside, however it was named.
+            real = mine[arg].resolve()
+            if _inside(real, policy.team_dirs):
+                return TeamSource(arg, real)
+            return _outside(arg, real, policy, f"team '{arg}' is a link to {real}, which is "
+                            "outside the team directories")
         if (bundled_configs_dir() / f"{arg}.yaml").is_file():
             return TeamSource(arg, None)
         names = sorted({*bundled_team_names(), *mine})
@@ -110,10 +121,16 @@ def resolve_team_argument(arg: str, policy: TeamPolicy, cwd: Path) -> TeamSource
     path = (cwd / Path(arg).expanduser()).resolve()
     if _inside(path, policy.team_dirs):
         return TeamSource(path.stem, path)
+    return _outside(arg, path, policy, "this file is outside them")
+
+
+def _outside(arg: str, path: Path, policy: TeamPolicy, why: str) -> TeamSource:
+    """A team file outside the team directories: refused, or restricted, as the operator
+    chose."""
     if policy.path_access == "none":
         raise ConfigError(
             f"team '{arg}': a tool call may name a bundled team or a file in the server's team "
-            f"directories ({_dirs_text(policy)}); this file is outside them. The operator can "
+            f"directories ({_dirs_text(policy)}); {why}. The operator can "
             f"add its directory with --team-dir, or start the server with {ALLOW_FLAG} to let "
             "tool calls name any team file (without mcp_servers, base_url, api_key or headers)")
     return TeamSource(path.stem, path, restricted=policy.path_access == "restricted")
@@ -139,13 +156,26 @@ def check_restricted(data: Any, where: str) -> None:
         if isinstance(backend, dict):
             found += [f"agents[{i}].backend.{k}" for k in backend
                       if k in _PROCESSES or k in _REDIRECTING]
+            found += [f"agents[{i}].backend.{k} (${{...}})" for k, v in backend.items()
+                      if k not in _PROCESSES and k not in _REDIRECTING and _has_var(v)]
     if found:
         raise ConfigError(
             f"{where}: {', '.join(found)}: a team file named by a tool call may not start "
-            "processes (mcp_servers), read files (context_paths) or change where keys go "
-            "(base_url, api_key, headers); "
+            "processes (mcp_servers), read files (context_paths), change where keys go "
+            "(base_url, api_key, headers) or read environment variables (${...}); "
             f"move the file into a --team-dir, or have the operator start the server with "
             f"{ALLOW_FLAG}=full")
+
+
+def _has_var(value: Any) -> bool:
+    """Does a YAML value hold `${` anywhere (a variable that would be expanded)?"""
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, dict):
+        return any(_has_var(k) or _has_var(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_var(v) for v in value)
+    return False
 
 
 def expand_team_vars(data: Any, env: Any, *,
@@ -163,13 +193,55 @@ def expand_team_vars(data: Any, env: Any, *,
         return data
     out = dict(data)
     out["agents"] = []
+    # Keys may come from the project's .env; endpoints and commands only from the real
+    # environment (unless the operator allowed the .env to set them).
+    endpoints = env.endpoints() if hasattr(env, "endpoints") else env
     for i, agent in enumerate(agents):
         backend = agent.get("backend") if isinstance(agent, dict) else None
         if isinstance(backend, dict):
             names = placeholders(agent) if placeholders else None
-            backend = {k: expand_vars(v, env, f"agents[{i}].backend.{k}", placeholders=names,
-                                      errors=errors)
-                       if k in _EXPANDED else v for k, v in backend.items()}
-            agent = {**agent, "backend": backend}
+            new: dict[str, Any] = {}
+            for k, v in backend.items():
+                where = f"agents[{i}].backend.{k}"
+                if k == "mcp_servers":
+                    new[k] = _expand_servers(v, env, endpoints, where, names, errors)
+                elif k == "env":
+                    new[k] = _expand_env(v, env, endpoints, where, names, errors)
+                elif k in _EXPANDED:
+                    new[k] = expand_vars(v, env if k in _SECRET_FIELDS else endpoints, where,
+                                         placeholders=names, errors=errors)
+                else:
+                    new[k] = v
+            agent = {**agent, "backend": new}
         out["agents"].append(agent)
     return out
+
+
+def _expand_env(values: Any, env: Any, endpoints: Any, where: str,
+                names: Mapping[str, str] | None, errors: list[str] | None) -> Any:
+    """A process's `env`: keys may come from the .env, but not a variable that names an
+    endpoint, a proxy or a CA bundle (`ANTHROPIC_BASE_URL: ${X}`)."""
+    if not isinstance(values, dict):
+        return expand_vars(values, endpoints, where, placeholders=names, errors=errors)
+    return {k: expand_vars(v, endpoints if redirects(str(k)) else env, f"{where}.{k}",
+                           placeholders=names, errors=errors)
+            for k, v in values.items()}
+
+
+def _expand_servers(servers: Any, env: Any, endpoints: Any, where: str,
+                    names: Mapping[str, str] | None, errors: list[str] | None) -> Any:
+    """A backend's `mcp_servers` (list or mapping by name): `env` and `headers` values are
+    secrets (they may come from the .env); command, args, url and cwd are not."""
+    def one(server: Any, at: str) -> Any:
+        if not isinstance(server, dict):
+            return expand_vars(server, endpoints, at, placeholders=names, errors=errors)
+        return {k: _expand_env(v, env, endpoints, f"{at}.{k}", names, errors) if k == "env"
+                else expand_vars(v, env if k == "headers" else endpoints, f"{at}.{k}",
+                                 placeholders=names, errors=errors)
+                for k, v in server.items()}
+
+    if isinstance(servers, list):
+        return [one(s, f"{where}[{j}]") for j, s in enumerate(servers)]
+    if isinstance(servers, dict):
+        return {k: one(s, f"{where}.{k}") for k, s in servers.items()}
+    return expand_vars(servers, endpoints, where, placeholders=names, errors=errors)

@@ -37,16 +37,28 @@ from massgen_mcp.hook.active import key_path
 from massgen_mcp.hook.policy import Finding
 
 _TEMPLATE_ENV = re.compile(r"^\.env\.(example|sample|template|dist|defaults|schema)$", re.I)
+# The one list of secret-bearing files: the hook's, and the server's `files` argument's
+# (massgen_mcp/inputs.py). Token-bearing configuration counts: a registry or cloud token
+# is as good as a key.
 _SECRET_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^\.env(\..+|rc)?$", re.I), "an environment file"),
-    (re.compile(r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?$"), "a private SSH key"),
-    (re.compile(r"\.(pem|key|p12|pfx|jks|keystore)$", re.I), "key material"),
+    (re.compile(r"^id_(rsa|dsa|ecdsa|ed25519|xmss)(_sk)?$"), "a private SSH key"),
+    (re.compile(r"\.(pem|key|p12|pfx|jks|keystore|ppk|kdbx)$", re.I), "key material"),
     (re.compile(r"^credentials", re.I), "a credentials file"),
-    (re.compile(r"^\.(netrc|pgpass|pypirc|git-credentials)$"), "a credentials file"),
+    (re.compile(r"^[._](netrc|pgpass|pypirc|git-credentials|my\.cnf|s3cfg|boto|vault-token"
+                r"|terraformrc|htpasswd)$", re.I), "a credentials file"),
+    (re.compile(r"^\.(npmrc|yarnrc\.yml)$", re.I), "a package registry config (auth tokens)"),
+    (re.compile(r"\.tfstate(\.backup)?$", re.I), "Terraform state (it holds the secrets of "
+                                                 "what it manages)"),
+    (re.compile(r"^(kubeconfig|.+\.kubeconfig)$", re.I), "a cluster credentials file"),
+    (re.compile(r"^(application_default_credentials|service[-_]account.*)\.json$", re.I),
+     "a cloud service account key"),
 )
-_SECRET_DIRS = (".ssh", ".aws", ".gnupg")
+_SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".azure", ".password-store")
 _SECRET_SUFFIX = (("/.kube/config", "a cluster credentials file"),
                   ("/.docker/config.json", "a registry credentials file"),
+                  ("/.config/gh/hosts.yml", "the GitHub CLI's token file"),
+                  ("/.config/gcloud/access_tokens.db", "cloud access tokens"),
                   ("/massgen-mcp/plan.key", "the key that signs checkpoint plans"))
 _GLOB = re.compile(r"[*?\[]")
 _HARMLESS_DEVICE = re.compile(r"^/(dev/(null|zero|full|u?random|stdout|stderr|stdin|tty"

@@ -23,6 +23,7 @@ from massgen_mcp.config.team import Team
 from massgen_mcp.coordination.answers import AnswerFormat
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import InputError, MassgenError, RunNotFoundError
+from massgen_mcp.inputs import screen_inputs
 from massgen_mcp.paths import state_dir
 from massgen_mcp.redaction import Redactor, configured_secrets
 from massgen_mcp.runs.executor import Executor
@@ -119,6 +120,8 @@ class Engine:
         """A run with its id and record, ready to `start()`."""
         if not isinstance(task, str) or not task.strip():
             raise InputError("the task is empty: say what the team should answer or decide")
+        # Bounded, and without the configured keys, before anything reaches a provider.
+        task, context = screen_inputs(task, context, configured_secrets(team, self.env))
         live = self.prepare(team, task, mode=mode, title=title)
         if listener is not None:
             live.listeners.append(listener)

@@ -11,15 +11,16 @@ Team file (MassGen's shape)::
           protected_paths: [config/prod.yaml, "*.lock"]
 
 The context paths are only read during coordination: every agent edits its own copy. At the
-end only the winner's changes reach a writable context path; a protected path, a file the
-user changed during the run, and anything outside the context path are skipped (and listed).
+end only the winner's changes reach a writable context path; a protected path (matched as in
+`config/protected.py`, the same reading the file tools use), VCS metadata (`.git` directories
+and submodules' `.git` files are never copied or written back), a file the user changed during
+the run, and anything outside the context path are skipped (and listed).
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-import fnmatch
 import logging
 import re
 import shutil
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from massgen_mcp.config.protected import VCS_NAMES, is_protected, is_vcs_path, normalize_all
 from massgen_mcp.coordination.result import FileChange, RunResult, WorkspaceResult
 from massgen_mcp.errors import ConfigError
 
@@ -47,15 +49,11 @@ _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 class ContextPath:
     path: Path
     permission: Literal["read", "write"] = "read"
-    protected: tuple[str, ...] = ()
+    protected: tuple[str, ...] = ()  # normalized (config/protected.py)
     rel: str = "."  # where it sits inside a workspace
 
     def is_protected(self, rel: str) -> bool:
-        for pattern in self.protected:
-            p = pattern.strip("/")
-            if rel == p or rel.startswith(p + "/") or fnmatch.fnmatch(rel, p):
-                return True
-        return False
+        return is_protected(rel, self.protected)
 
 
 def context_paths(team: Team, base: Path | None = None) -> list[ContextPath]:
@@ -83,7 +81,8 @@ def context_paths(team: Team, base: Path | None = None) -> list[ContextPath]:
         if permission not in ("read", "write"):
             raise ConfigError(f"{where}.permission: '{permission}' must be read or write")
         protected = entry.get("protected_paths") or []
-        out.append(ContextPath(path, permission, tuple(str(p) for p in protected)))  # type: ignore[arg-type]
+        out.append(ContextPath(path, permission,  # type: ignore[arg-type]
+                               normalize_all((str(p) for p in protected), path)))
     if len(out) == 1:
         return out
     names = [c.path.name or "root" for c in out]
@@ -105,7 +104,7 @@ def _files(root: Path) -> dict[str, Path]:
         except OSError:
             continue
         for e in entries:
-            if e.is_symlink():
+            if e.is_symlink() or e.name.casefold() in VCS_NAMES:  # a submodule's .git file too
                 continue
             if e.is_dir():
                 if e.name not in SKIP_DIRS:
@@ -238,12 +237,21 @@ class Workspaces:
                     out.skipped.append(f"{ch.path}: not in a writable context path")
                 continue
             sub = ch.path if ctx.rel == "." else ch.path[len(ctx.rel) + 1:]
+            if is_vcs_path(sub):
+                out.skipped.append(f"{ch.path}: version-control metadata is never written back")
+                continue
             if ctx.is_protected(sub):
                 out.skipped.append(f"{ch.path}: protected")
                 continue
             target = ctx.path / sub
-            if not target.parent.resolve().is_relative_to(ctx.path) or target.is_symlink():
+            parent = target.parent.resolve()
+            if not parent.is_relative_to(ctx.path) or target.is_symlink():
                 out.skipped.append(f"{ch.path}: outside the context path")
+                continue
+            # The same test on the real path: a directory symlink inside the context path
+            # that leads into a protected directory.
+            if ctx.is_protected((parent / target.name).relative_to(ctx.path).as_posix()):
+                out.skipped.append(f"{ch.path}: protected")
                 continue
             current = target.read_bytes() if target.is_file() else None
             seeded = before[ch.path].read_bytes() if ch.path in before else None

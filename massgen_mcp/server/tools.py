@@ -179,22 +179,34 @@ def register_resources(mcp: MCPServer, app: App) -> None:
         return RunList(runs=[_summary(r) for r in app.list_runs(50)]).model_dump_json(
             indent=1)
 
+    from massgen_mcp.server.result_pages import register_result_pages, whole_or_index
+
+    def record(run_id: str) -> str:
+        return app.get_run(run_id).model_dump_json(indent=1)
+
+    def events(run_id: str) -> str:
+        return "\n".join(json.dumps(e) for e in app.run_events(run_id))
+
     @mcp.resource("massgen://runs/{run_id}", name="run", mime_type="application/json",
-                  description="A run's status and result (JSON).")
+                  description="A run's status and result (JSON); an index of its pages when "
+                              "it is too large for one message.")
     def run_resource(run_id: str) -> str:
         try:
-            return app.get_run(run_id).model_dump_json(indent=1)
+            return whole_or_index(f"massgen://runs/{run_id}", record(run_id))
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None
 
     @mcp.resource("massgen://runs/{run_id}/events", name="run-events",
                   mime_type="application/x-ndjson",
-                  description="A run's coordination events, one JSON object per line.")
+                  description="A run's coordination events, one JSON object per line; an "
+                              "index of its pages when too large for one message.")
     def run_events(run_id: str) -> str:
         try:
-            return "\n".join(json.dumps(e) for e in app.run_events(run_id))
+            return whole_or_index(f"massgen://runs/{run_id}/events", events(run_id))
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None
+
+    register_result_pages(mcp, record, events)
 
 
 def register_prompts(mcp: MCPServer) -> None:

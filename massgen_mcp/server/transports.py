@@ -24,7 +24,7 @@ from massgen_mcp.app import App
 from massgen_mcp.errors import MassgenError
 from massgen_mcp.paths import state_dir
 from massgen_mcp.server import build_server
-from massgen_mcp.urls import is_loopback_host
+from massgen_mcp.urls import host_allowed, is_loopback_host, origin_allowed, served_names
 
 
 class BearerAuth:
@@ -51,29 +51,56 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+class HostCheck:
+    """ASGI middleware against DNS rebinding: a request's `Host` must name this server and
+    its `Origin`, when a browser sends one, must be one of ours. On for every bind address,
+    however spelled (`127.0.0.2`, `LOCALHOST`, `[0:0:0:0:0:0:0:1]`, `127.1`): a page on a
+    site that rebinds its name to 127.0.0.1 sends its own name, and on loopback no token
+    stands behind this check."""
+
+    def __init__(self, app: Any, names: frozenset[str]) -> None:
+        self.app = app
+        self.names = names
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = scope.get("headers") or []
+            hosts = [v.decode("latin-1") for k, v in headers if k == b"host"]
+            origins = [v.decode("latin-1") for k, v in headers if k == b"origin"]
+            if len(hosts) != 1 or not host_allowed(hosts[0], self.names):
+                shown = hosts[0][:100] if len(hosts) == 1 else f"{len(hosts)} Host headers"
+                return await _plain(send, 421, f"Host '{shown}' is not served here; use the "
+                                    "address the server printed, or have the operator add "
+                                    "the name with --allowed-host")
+            if not all(origin_allowed(o, self.names) for o in origins):
+                return await _plain(send, 403, "requests from another site's pages are "
+                                    "refused (Origin); the operator can allow a name with "
+                                    "--allowed-host")
+        await self.app(scope, receive, send)
+
+
+async def _plain(send: Any, status: int, text: str) -> None:
+    body = text.encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def http_app(mcp: MCPServer, transport: str, host: str, token: str | None,
              allowed_hosts: list[str] | None = None) -> Any:
+    """The MCP endpoint behind the Host/Origin check (always) and the token (when set)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    security = None
-    if not is_loopback_host(host):
-        # Host/Origin checks stay on when exposed: the bind address, this machine's names,
-        # loopback and whatever the operator names with --allowed-host.
-        import socket
-
-        names = {host, socket.gethostname(), socket.getfqdn(), "127.0.0.1", "localhost",
-                 *(allowed_hosts or [])}
-        names.discard("0.0.0.0")
-        names.discard("::")
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{n}:*" for n in names] + sorted(names),
-            allowed_origins=[f"http://{n}:*" for n in names] + [f"https://{n}:*" for n in names])
+    # The SDK's own check only knows three spellings of loopback and compares case-sensitively:
+    # HostCheck replaces it (the SDK still checks the Content-Type of POSTs).
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     if transport == "sse":
         app = mcp.sse_app(transport_security=security, host=host)
     else:
         app = mcp.streamable_http_app(transport_security=security, host=host)
-    return BearerAuth(app, token) if token else app
+    return HostCheck(BearerAuth(app, token) if token else app,
+                     served_names(host, allowed_hosts))
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -142,7 +169,11 @@ async def _serve_stdio(mcp: MCPServer, app: App) -> None:
     """`mcp.run_stdio_async()`, except that the end of stdin is noted before the session
     ends: the runs it stops are then `interrupted` because the client went away, not
     `cancelled` as if the client had asked."""
+    import mcp_types as types
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    from massgen_mcp.server.wire_errors import error_reply
 
     lowlevel = mcp._lowlevel_server  # run_stdio_async offers no way to watch the stream
     async with stdio_server() as (read, write):
@@ -151,6 +182,13 @@ async def _serve_stdio(mcp: MCPServer, app: App) -> None:
         async def watch() -> None:
             async with tx:
                 async for message in read:
+                    if isinstance(message, Exception):
+                        # A line the SDK could not read: the session would drop it silently.
+                        reply = error_reply(message)
+                        if reply is not None:
+                            await write.send(SessionMessage(
+                                types.jsonrpc_message_adapter.validate_python(reply)))
+                        continue
                     await tx.send(message)
                 # Before the session sees the end (when `tx` closes) and stops its requests.
                 app.shut_down("the MCP client disconnected (stdin closed) while the "
@@ -215,7 +253,8 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
             await stop.wait()
         finally:  # also when the stop cancels this task first
             server.should_exit = True
-    url = f"http://{args.host}:{args.port}{'/sse' if args.transport == 'sse' else '/mcp'}"
+    shown = f"[{args.host}]" if ":" in args.host else args.host  # an IPv6 address
+    url = f"http://{shown}:{args.port}{'/sse' if args.transport == 'sse' else '/mcp'}"
 
     async def announce() -> None:
         while not server.started:

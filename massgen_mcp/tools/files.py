@@ -7,23 +7,32 @@ No server process is started and nothing needs installing.
 
 What an agent can reach, whatever its arguments say (they come from a model that may be
 reading a hostile repository): only files under a context path, after resolving symlinks and
-``..``; never a ``protected_paths`` entry (MassGen keeps those unmodifiable; here, where
-nothing is written, they are kept out of reach entirely, e.g. for ``.env`` files). Every path
+``..``; never a secret file (the hook's list: ``.env``, keys, token-bearing files) nor a
+``protected_paths`` entry, globs included (MassGen keeps those unmodifiable;
+here, where nothing is written, they are kept out of reach entirely, e.g. for ``.env`` files;
+`config/protected.py` says how entries match, the same way for write-back). Every path
 is checked again at each call, so a symlink swapped in mid-run cannot lead outside. A context
 path with ``permission: write`` is served read-only (writing belongs with agent workspaces).
+
+A regular-expression search runs on RE2 (`google-re2`), whose matching time is linear in the
+text: a pattern chosen by a model (`(a+)+$`) cannot stall the server the way a backtracking
+engine does (Python's `re` holds the GIL for the whole match). RE2's syntax is ripgrep's:
+no backreferences or lookaround; such a pattern is refused with a message saying so.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from massgen_mcp.config.protected import is_protected, normalize_all
+from massgen_mcp.hook.scope import secret_kind
 from massgen_mcp.messages import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -38,6 +47,10 @@ MAX_ENTRIES = 500
 MAX_MATCHES = 200
 MAX_SEARCH_FILE_BYTES = 2_000_000
 MAX_FILES_SCANNED = 20_000  # a search of a huge tree stops here and says so
+MAX_PATTERN_CHARS = 1000
+REGEX_MAX_MEM = 1 << 20  # RE2's memory for one pattern: bounds its size, hence its speed
+MAX_REGEX_LINE_CHARS = 10_000
+SEARCH_SECONDS = 5.0
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"}
 
 
@@ -48,7 +61,17 @@ class Refused(Exception):
 @dataclass(frozen=True, slots=True)
 class Root:
     path: Path  # resolved
-    protected: tuple[Path, ...]  # resolved
+    protected: tuple[Path, ...]  # the literal entries, resolved (a protected symlink's target)
+    patterns: tuple[str, ...] = ()  # every entry, normalized (config/protected.py)
+
+    def protects(self, real: Path) -> bool:
+        """Is `real` (resolved, inside this root) protected? Secret files (the hook's list:
+        `.env`, keys, token-bearing files) always are."""
+        if any(real == p or real.is_relative_to(p) for p in self.protected):
+            return True
+        if secret_kind(str(real)) is not None:
+            return True
+        return is_protected(real.relative_to(self.path).as_posix(), self.patterns)
 
 
 def roots_from(context_paths: Sequence[ContextPath], base: Path | None = None
@@ -61,8 +84,10 @@ def roots_from(context_paths: Sequence[ContextPath], base: Path | None = None
         if not path.exists():
             notes.append(f"context path {cp.path} does not exist; the file tools skip it")
             continue
-        protected = tuple((path / p).resolve() for p in cp.protected_paths)
-        roots.append(Root(path, protected))
+        patterns = normalize_all(cp.protected_paths, path)
+        literal = tuple((path / p).resolve() for p in cp.protected_paths
+                        if p.strip() and not set("*?[") & set(p))
+        roots.append(Root(path, literal, patterns))
         if cp.permission == "write":
             notes.append(f"context path {cp.path} has permission write; it is served read-only")
     return roots, notes
@@ -70,6 +95,8 @@ def roots_from(context_paths: Sequence[ContextPath], base: Path | None = None
 
 class FileToolbox:
     """The read-only file tools of one run (stateless, so every agent can share one)."""
+
+    search_seconds = SEARCH_SECONDS
 
     def __init__(self, roots: list[Root], notes: list[str] | None = None) -> None:
         self.roots = roots
@@ -132,8 +159,7 @@ class FileToolbox:
     def root_of(self, real: Path, *, protected_ok: bool = False) -> Root | None:
         for root in self.roots:
             if real == root.path or real.is_relative_to(root.path):
-                if not protected_ok and any(
-                        real == p or real.is_relative_to(p) for p in root.protected):
+                if not protected_ok and root.protects(real):
                     return None
                 return root
         return None
@@ -188,13 +214,18 @@ class FileToolbox:
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise Refused("give a non-empty pattern")
-        try:
-            rx = re.compile(pattern if args.get("regex") else re.escape(pattern))
-        except re.error as e:
-            raise Refused(f"the regular expression is invalid: {e}") from None
+        regex = args.get("regex") is True
+        matches = _matcher(pattern, regex)
         glob = args.get("glob")
+        if isinstance(glob, str) and len(glob) > MAX_PATTERN_CHARS:
+            raise Refused(f"the glob is {len(glob)} characters; the limit is "
+                          f"{MAX_PATTERN_CHARS}")
         start, _ = self.resolve(args.get("path"), default_root=True)
         hits: list[str] = []
+        # RE2 is linear in the text, but a large pattern multiplies the cost per character:
+        # a search stops after SEARCH_SECONDS, and a regex sees the start of very long lines.
+        deadline = time.monotonic() + self.search_seconds
+        clipped = False
         for scanned, file in enumerate(self._files(start)):
             if scanned >= MAX_FILES_SCANNED:
                 hits.append(f"[stopped after {MAX_FILES_SCANNED} files: narrow path or glob]")
@@ -210,10 +241,19 @@ class FileToolbox:
             if b"\x00" in data[:8192]:
                 continue
             for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                if rx.search(line):
+                if time.monotonic() > deadline:
+                    hits.append(f"[stopped after {self.search_seconds:g} s, in {file}: narrow "
+                                "path, glob or pattern]")
+                    return "\n".join(hits)
+                if regex and len(line) > MAX_REGEX_LINE_CHARS:
+                    line, clipped = line[:MAX_REGEX_LINE_CHARS], True
+                if matches(line):
                     hits.append(f"{file}:{n}: {line.strip()[:300]}")
                     if len(hits) >= MAX_MATCHES:
                         return "\n".join(hits) + f"\n[stopped at {MAX_MATCHES} matches]"
+        if clipped:
+            hits.append(f"[lines longer than {MAX_REGEX_LINE_CHARS} characters were searched "
+                        "in their first part only; a plain-string search reads them whole]")
         return "\n".join(hits) if hits else f"no match for {pattern!r} under {start}"
 
     def _files(self, start: Path) -> Iterator[Path]:
@@ -270,6 +310,34 @@ _PATH = {"type": "string", "description": "A path under one of the readable dire
 
 def _schema(required: list[str] | None = None, **props: Any) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": required or []}
+
+
+def _matcher(pattern: str, regex: bool) -> Callable[[str], bool]:
+    """A line test for `pattern`: a plain substring, or an RE2 regular expression."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise Refused(f"the pattern is {len(pattern)} characters; the limit is "
+                      f"{MAX_PATTERN_CHARS}")
+    if not regex:
+        return lambda line: pattern in line
+    try:
+        import re2
+    except ImportError:  # installed without its dependencies
+        raise Refused("regex: true needs the google-re2 package (pip install google-re2); "
+                      "search for a plain string instead") from None
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every refused pattern to stderr
+    options.max_mem = REGEX_MAX_MEM
+    try:
+        rx = re2.compile(pattern, options)
+    except re2.error as e:
+        reason = e.args[0] if e.args else e
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise Refused(f"the regular expression is invalid or not supported ({reason}): "
+                      "searches use RE2 syntax, as ripgrep does (no backreferences, no "
+                      "lookaround, repetition counts up to 1000)") from None
+    search = rx.search
+    return lambda line: search(line) is not None
 
 
 def _int(args: Mapping[str, Any], key: str, default: int) -> int:

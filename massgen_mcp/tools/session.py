@@ -155,16 +155,18 @@ class ServerSession:
     async def _open_stdio(self, stack: AsyncExitStack) -> Any:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
-        from massgen_mcp.redaction import Redactor
+        from massgen_mcp.redaction import Redactor, secret_args
         from massgen_mcp.tools.stderr_log import StderrLog
 
         tools_dir = self._run_dir / "tools"
         tools_dir.mkdir(parents=True, exist_ok=True)
         self.stderr_path = tools_dir / f"{_safe(self.agent_id)}-{self.name}.stderr.log"
         # Entered first, left last: the log drains after the process is gone.
-        # A server may echo its own token: its env values are secrets in its log.
+        # A server may echo its own token: its env values and the secrets on its command
+        # line are secrets in its log.
         redactor = (self._redactor or Redactor()).extended(
-            v for v in self.config.env.values() if len(v) >= 8)
+            [*(v for v in self.config.env.values() if len(v) >= 8),
+             *secret_args(self.config.args)])
         errlog = await stack.enter_async_context(StderrLog(self.stderr_path, redactor))
         command, args = self.config.command or "", list(self.config.args)
         if os.name == "posix":  # the guard takes the server's group down if we die

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -28,6 +29,7 @@ from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.store import RunStore, check_run_id
 from massgen_mcp.runs.view.model import find_cost, load_run_view
 from massgen_mcp.runs.view.page import RunRow, error_page, run_main, run_page, runs_page
+from massgen_mcp.urls import LOOPBACK_NAMES, host_allowed, origin_allowed, served_names
 
 if TYPE_CHECKING:
     from massgen_mcp.runs.live import LiveRun
@@ -41,7 +43,6 @@ class LiveRuns(Protocol):
 
     def live_run(self, run_id: str) -> LiveRun | None: ...
 
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 LATEST = "latest"  # /runs/latest: the newest run, as `massgen-mcp view latest`
 POLL_SECONDS = 0.2  # how often a live event stream looks for new lines in events.jsonl
 HEARTBEAT_SECONDS = 15.0
@@ -57,18 +58,20 @@ def viewer_app(state: Path, *, engine: LiveRuns | None = None, token: str | None
                     if token else "")
 
     def refused(request: Request) -> Response | None:
-        host = _hostname(request.headers.get("host") or "")
-        if host not in hosts:
-            return Response(f"Host '{host}' is not served here; open the address the server "
-                            "printed (or add it with --allowed-host).", 421)
+        host = request.headers.get("host") or ""
+        if not host_allowed(host, hosts):
+            return Response(f"Host '{host[:100]}' is not served here; open the address the "
+                            "server printed (or add it with --allowed-host).", 421)
+        if not origin_allowed(request.headers.get("origin"), hosts):
+            return Response("requests from another site's pages are refused (Origin)", 403)
         if not token:
             return None
         scheme, _, given = (request.headers.get("authorization") or "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), token):
+        if scheme.lower() == "bearer" and _same(given.strip(), token):
             return None
-        if hmac.compare_digest(request.cookies.get(_COOKIE, ""), cookie_value):
+        if _same(request.cookies.get(_COOKIE, ""), cookie_value):
             return None
-        if hmac.compare_digest(request.query_params.get("token", ""), token):
+        if _same(request.query_params.get("token", ""), token):
             rest = {k: v for k, v in request.query_params.items() if k != "token"}
             target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
             response = RedirectResponse(target, 303)
@@ -129,9 +132,12 @@ def viewer_app(state: Path, *, engine: LiveRuns | None = None, token: str | None
             return Response(str(e), 404)
         if not (store.root / run_id).is_dir():
             return Response(f"no run '{run_id}'", 404)
-        after = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        after = _event_id(request.headers.get("last-event-id")
+                          or request.query_params.get("after") or "0")
+        if after is None:
+            return Response("Last-Event-ID / after must be an event number (0 or more)", 400)
         return StreamingResponse(
-            _stream(store, run_id, int(after) if after.isdigit() else 0, engine),
+            _stream(store, run_id, after, engine),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
@@ -143,11 +149,20 @@ def viewer_app(state: Path, *, engine: LiveRuns | None = None, token: str | None
         Route(base + "/{run_id}", run), Route(base + "/{run_id}/events", events)])
 
 
-def _hostname(header: str) -> str:
-    """`example.org:8765` -> `example.org`; `[::1]:8765` -> `::1`."""
-    if header.startswith("["):
-        return header[1:].split("]", 1)[0].lower()
-    return header.rsplit(":", 1)[0].lower() if header.count(":") == 1 else header.lower()
+def _same(given: str, expected: str) -> bool:
+    """Constant-time comparison of a credential with any characters in it (`compare_digest`
+    raises on non-ASCII text: that was an HTTP 500)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"),
+                               expected.encode("utf-8", "surrogatepass"))
+
+
+_EVENT_ID = re.compile(r"[0-9]{1,18}")  # ASCII digits only: "²".isdigit() is True
+
+
+def _event_id(text: str) -> int | None:
+    """An SSE `Last-Event-ID` (or `?after=`) as an event number; None when it is not one."""
+    text = text.strip()
+    return int(text) if _EVENT_ID.fullmatch(text) else None
 
 
 def _row(store: RunStore, run_id: str) -> RunRow | None:
@@ -236,16 +251,9 @@ def with_viewer(mcp_app: Any, engine: LiveRuns, *, host: str, port: int, token: 
     import socket
 
     from massgen_mcp.runs.view import set_served_at
-    from massgen_mcp.urls import is_loopback_host
 
-    names = set(LOOPBACK_NAMES)
-    public = host
-    if not is_loopback_host(host):
-        names |= {host, socket.gethostname(), socket.getfqdn(), *(allowed_hosts or [])}
-        names -= {"0.0.0.0", "::"}
-        if host in ("0.0.0.0", "::"):
-            public = socket.gethostname()
+    public = socket.gethostname() if host in ("0.0.0.0", "::") else host
     set_served_at(f"http://{public}:{port}/runs")
     viewer = viewer_app(engine.state, engine=engine, token=token,
-                        hosts=frozenset(n.lower() for n in names))
+                        hosts=served_names(host, allowed_hosts))
     return mount_viewer(mcp_app, viewer)
