@@ -27,9 +27,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "massgen_mcp"
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "messages", "paths", "urls"),  # foundations: standard library (and pydantic)
     ("hook",),  # the PreToolUse hook: standard library only, fast start
-    ("inputs",),  # files a caller hands to a run
     ("config",),  # teams, the environment, providers
     ("redaction",),  # the secrets of a team and an environment, kept out of every output
+    ("inputs",),  # what a caller hands to a run: task and context (bounded, redacted), files
     ("backends",),  # one module per wire format
     ("tools",),  # what agents may call besides the workflow tools
     ("coordination",),  # the orchestrator: prompts, workflow tools, the result
