@@ -244,16 +244,26 @@ class _Runner:
         return float(price.cost(prompt_chars // 4 + _OVERHEAD_TOKENS, out))
 
     def _item_estimate(self, item: Item) -> float:
-        observed = [self._cost_of(r) for r in self.records.values()]
+        """What the next item may cost: the dearest item so far (its phase-1 arms) plus what
+        self-consistency will later spend on it; from the prompt size before anything ran."""
+        observed = [self._cost_of({a: o for a, o in r.items() if a != "self-consistency"})
+                    for r in self.records.values()]
+        sc_calls = (self._k() - 1) if "self-consistency" in self.arms else 0
         if observed:
-            return max(observed)
+            solo = max((self._solo_cost(a) for a in self.team.agents), default=0.0)
+            return max(observed) + sc_calls * solo
         chars = len(item.prompt) + len(self.suite.instructions)
         per_agent = [self._call_cost(a, chars) for a in self.team.agents]
-        n = len(per_agent)
         team = (sum(per_agent) * 3 if "team" in self.arms else 0.0)  # answer, vote, present
         solo = sum(per_agent) if self.solo_needed else 0.0
-        sc = max(per_agent) * (2 * n) if "self-consistency" in self.arms else 0.0
-        return team + solo + sc
+        return team + solo + max(per_agent) * sc_calls
+
+    def _solo_cost(self, agent: AgentSpec) -> float:
+        """The dearest single call `agent` made alone so far (a self-consistency sample is
+        the same request)."""
+        costs = [r[f"solo:{agent.id}"].get("cost_usd") or 0.0 for r in self.records.values()
+                 if f"solo:{agent.id}" in r]
+        return max(costs, default=self._call_cost(agent, 0))
 
     @staticmethod
     def _cost_of(record: dict[str, Any]) -> float:
@@ -414,8 +424,7 @@ class _Runner:
         async def one(item: Item) -> None:
             async with limiter:
                 if budget is not None:
-                    per_call = self._call_cost(best, len(self._prompt(item)))
-                    if self.spent + per_call * (k - 1) > budget:
+                    if self.spent + self._solo_cost(best) * (k - 1) > budget:
                         self.stopped = (f"budget: self-consistency stopped before item "
                                         f"{item.id} (spent ${self.spent:.4f})")
                         return
