@@ -114,3 +114,21 @@ async def test_get_run_detail_is_checked(provider: ScriptedProvider, tmp_path: P
                                                "detail": "everything"})
         assert r.is_error
         assert "detail" in r.content[0].text
+
+
+def test_claude_code_shows_the_decision_and_the_final_answer_inline(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    """The real Claude Code CLI (headless, the allow rule for massgen's tools): the model's
+    next request holds the decision and the whole final answer, not a saved-file notice."""
+    from claude_client import DONE, run_claude
+
+    team = three_big_answers(provider, tmp_path)
+    run = run_claude(provider, tmp_path, "run_consensus", {"task": "Which queue?"},
+                     ["--team", str(team)], env={"CLAUDE_CODE_DISABLE_MCP_TASKS": "1"})
+    seen = run.tool_result
+    assert "<persisted-output>" not in seen and "Output too large" not in seen, seen[:3000]
+    assert "OUTPUT TRUNCATED" not in seen
+    assert big("FINAL") in seen.replace("\\n", "\n")
+    assert '"winner"' in seen and '"votes"' in seen and "is the most complete" in seen
+    assert "ALPHA" not in seen and "CHARLIE" not in seen
+    assert DONE in run.proc.stdout

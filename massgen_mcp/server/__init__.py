@@ -2,6 +2,8 @@
 
     host.py        what tool bodies share: team choice, progress, background runs, errors
     tools.py       run tools, run resources, prompts
+    result_size.py the compact result clients get by default, and size limits
+    tasks.py       MCP Tasks (io.modelcontextprotocol/tasks): long calls answered with a task
     mode_tools.py  plan and checkpoint tools
     transports.py  stdio, streamable HTTP, SSE; bearer token, Host/Origin checks, signals
 """
@@ -43,12 +45,16 @@ class _Server(MCPServer):
                          annotations, icons, meta, structured_output)
 
 
-def build_server(app: App) -> tuple[MCPServer, ToolHost]:
-    """The MCPServer with every tool, resource and prompt registered."""
-    mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
-                    version=__version__, instructions=INSTRUCTIONS,
-                    website_url="https://github.com/massgen-mcp/massgen-mcp")
+def build_server(app: App, *, tasks: bool = True) -> tuple[MCPServer, ToolHost]:
+    """The MCPServer with every tool, resource and prompt registered, and the MCP Tasks
+    extension (server/tasks.py) unless `tasks` is false."""
+    from massgen_mcp.server.tasks import TasksExtension
+
     host = ToolHost(app)
+    mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
+                  version=__version__, instructions=INSTRUCTIONS,
+                  website_url="https://github.com/massgen-mcp/massgen-mcp",
+                  extensions=[TasksExtension(host)] if tasks else None)
     register_run_tools(mcp, host)
     register_mode_tools(mcp, host)
     register_resources(mcp, app)
