@@ -91,3 +91,80 @@ def run_claude(provider: ScriptedProvider, tmp_path: Path, tool: str, arguments:
             except ValueError:
                 continue
     return ClaudeRun(proc, messages, provider.requests_for(DRIVER))
+
+
+def claude_settings_home(home: Path, cwd: Path) -> None:
+    """A HOME where interactive Claude Code starts straight at its prompt: onboarding done,
+    the working directory trusted, the test key approved."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True, "theme": "dark",
+        "customApiKeyResponses": {"approved": [TEST_KEY[-20:]], "rejected": []},
+        "projects": {str(cwd): {"hasTrustDialogAccepted": True,
+                                "hasCompletedProjectOnboarding": True}}}))
+
+
+def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str,
+                           arguments: dict[str, Any], server_args: list[str],
+                           until: str, timeout: float = 180) -> ClaudeRun:
+    """Interactive Claude Code in a pseudo-terminal (the `cli` entrypoint, where MCP Tasks
+    are on by default; `-p` runs as `sdk-cli`, where they are off). The prompt is typed
+    once the tools are listed and the input box is drawn; it stops once a request to its
+    model contains `until`."""
+    import pty
+    import select
+    import signal
+    import time
+
+    def driver(req: ScriptRequest) -> Reply:
+        if req.tool_results:
+            return Text(DONE)
+        return ToolCalls([Call(f"mcp__massgen__{tool}", arguments)])
+
+    provider.script(DRIVER, driver)
+    sent = tmp_path / "client-to-server.jsonl"
+    serve = " ".join(shlex.quote(a) for a in [EXE, *server_args])
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"massgen": {
+        "type": "stdio", "command": "/bin/sh",
+        "args": ["-c", f"tee -a {shlex.quote(str(sent))} | exec {serve}"]}}}))
+    home = tmp_path / "home"
+    claude_settings_home(home, tmp_path)
+    base = server_env()
+    env = {**base, "HOME": str(home), "TERM": "xterm",
+           "PATH": f"{Path(cli_path('claude')).parent}{os.pathsep}{base.get('PATH', '')}",
+           "ANTHROPIC_BASE_URL": provider.anthropic_base_url, "ANTHROPIC_API_KEY": TEST_KEY,
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+           "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
+           "CLAUDE_CODE_MAX_RETRIES": "0"}
+    argv = [cli_path("claude"), "--bare", "--model", DRIVER, "--mcp-config", str(config),
+            "--strict-mcp-config", "--allowedTools", "mcp__massgen__*"]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: becomes Claude Code
+        os.chdir(tmp_path)
+        os.execve(argv[0], argv, env)
+    screen = b""
+    typed = False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)  # waits on the terminal's output
+            if ready:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    break
+            if not typed and "❯".encode() in screen and sent.exists() \
+                    and "tools/list" in sent.read_text():
+                os.write(fd, b"Ask the team which queue to use.\r")
+                typed = True
+            if any(until in json.dumps(r.raw) for r in provider.requests_for(DRIVER)):
+                break
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    messages = [json.loads(line) for line in sent.read_text().splitlines()] \
+        if sent.exists() else []
+    proc = subprocess.CompletedProcess(argv, 0, screen.decode(errors="replace")[-4000:], "")
+    return ClaudeRun(proc, messages, provider.requests_for(DRIVER))
