@@ -47,7 +47,7 @@ from cli_agents import (  # noqa: E402
 )
 from scripted_provider import Delay, ScriptedProvider, ScriptRequest, answer  # noqa: E402
 
-from massgen_mcp.backends import create_backend  # noqa: E402
+from massgen_mcp.backends import BackendContext, create_backend  # noqa: E402
 from massgen_mcp.config.env import Environment  # noqa: E402
 from massgen_mcp.config.load import team_from_data  # noqa: E402
 from massgen_mcp.coordination import prompts  # noqa: E402
@@ -77,8 +77,8 @@ async def _turns(provider: ScriptedProvider, backend_data: dict[str, Any], model
     team = team_from_data({"agents": [{"id": "a", "backend": backend_data}]}, "bench.yaml",
                           Environment({}))
     run_dir = Path(tempfile.mkdtemp(prefix="bench-cli-"))
-    backend = create_backend(team.agents[0], env=Environment(cli_env()), run_dir=run_dir,
-                             workspaces=None)
+    backend = create_backend(team.agents[0],
+                             BackendContext(env=Environment(cli_env()), run_dir=run_dir))
     tools = [new_answer_tool(TextAnswer())]
     walls, to_first = [], []
     try:

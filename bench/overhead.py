@@ -87,7 +87,7 @@ from _common import (
     vm_kib,
 )
 
-import massgen_mcp.runs.engine as engine_module
+import massgen_mcp.runs.pool as pool_module
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.config.team import Team
@@ -138,13 +138,13 @@ class _TimedBackend:
 
 
 def _time_backends(log: _CallLog) -> None:
-    """Wrap every backend the engine builds (it calls `create_backend` from its module)."""
-    create = engine_module.create_backend
+    """Wrap every backend the engine builds (its pool calls `create_backend`)."""
+    create = pool_module.create_backend
 
-    def timed(spec: Any, **context: Any) -> Any:
-        return _TimedBackend(create(spec, **context), log)
+    def timed(spec: Any, context: Any = None) -> Any:
+        return _TimedBackend(create(spec, context), log)
 
-    engine_module.create_backend = timed  # type: ignore[assignment]
+    pool_module.create_backend = timed  # type: ignore[assignment]
 
 
 class _ProcessSampler:
@@ -227,7 +227,7 @@ async def _run_once(engine: Engine, team: Team, provider: ProviderProcess, log: 
     if errors:
         raise RuntimeError(f"a script raised: {errors}")
     if not log.completed:
-        raise RuntimeError("provider calls were not timed: massgen_mcp.runs.engine no longer "
+        raise RuntimeError("provider calls were not timed: massgen_mcp.runs.pool no longer "
                            "builds "
                            "backends through its create_backend; update _time_backends")
     return Sample(wall=t1 - t0, outside=(t1 - t0) - log.busy(t0, t1), cpu=cpu,

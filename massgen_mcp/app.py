@@ -2,17 +2,19 @@
 
 `App` turns caller-level arguments (task, files, models/team, limits) into a `PreparedRun`
 of one mode (consensus, plan, checkpoint) on the `Engine`: it picks the team, reads the
-files and applies the limits. It raises `MassgenError`s worded for users and knows nothing
-about MCP, argparse or printing.
+files and applies the limits. It is also the only way in to what runs leave behind: run
+records, stored plans and checkpoint sessions. It raises `MassgenError`s worded for users
+and knows nothing about MCP, argparse or printing.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from massgen_mcp.backends import BackendContext
 from massgen_mcp.config.choose import MCP, Vocabulary, auto_team_models, resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.team import Team
@@ -21,6 +23,12 @@ from massgen_mcp.errors import InputError
 from massgen_mcp.inputs import join_context, read_context_files
 from massgen_mcp.paths import state_dir
 from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
+
+if TYPE_CHECKING:
+    from massgen_mcp.coordination.result import RunResult
+    from massgen_mcp.modes.checkpoint.store import CheckpointSession
+    from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
+    from massgen_mcp.runs.live import LiveRun
 
 
 class App:
@@ -148,15 +156,17 @@ class App:
 
     def consensus(self, team: Team, task: str, *, context: str | None = None,
                   listener: Listener | None = None,
-                  backend_context: dict[str, Any] | None = None) -> PreparedRun:
+                  backend_context: BackendContext | None = None) -> PreparedRun:
         """A plain consensus run: free-text answers, the winner presents the final answer."""
-        return self.engine.prepare_run(team, task, context=context, listener=listener,
-                                       backend_context=backend_context)
+        from massgen_mcp.modes.consensus.run import prepare_consensus
+
+        return prepare_consensus(self.engine, team, task, context=context, listener=listener,
+                                 backend_context=backend_context)
 
     def plan(self, team: Team, goal: str, *, depth: str = "dynamic",
              constraints: list[str] | str | None = None, context: str | None = None,
              listener: Listener | None = None,
-             backend_context: dict[str, Any] | None = None) -> PreparedRun:
+             backend_context: BackendContext | None = None) -> PreparedRun:
         """A plan run; its `outcome` is the stored `PlanResult`."""
         from massgen_mcp.modes.planning.run import prepare_plan
 
@@ -167,7 +177,7 @@ class App:
     def checkpoint(self, team: Team, *, objective: str, action_goals: list[Any] | None = None,
                    eval_criteria: list[str] | str | None = None,
                    workspace_dir: str | None = None, listener: Listener | None = None,
-                   backend_context: dict[str, Any] | None = None
+                   backend_context: BackendContext | None = None
                    ) -> tuple[PreparedRun, Path]:
         """A checkpoint review run and its audit directory; its `outcome` is the
         `CheckpointResult`."""
@@ -177,3 +187,68 @@ class App:
                                   action_goals=action_goals, eval_criteria=eval_criteria,
                                   workspace_dir=workspace_dir, listener=listener,
                                   backend_context=backend_context)
+
+    # ------------------------------------------------------------------ runs
+
+    def get_run(self, run_id: str) -> RunResult:
+        """A run as it stands: live in this process, else from its record."""
+        return self.engine.get(run_id)
+
+    def list_runs(self, limit: int = 20) -> list[RunResult]:
+        """Recent runs, newest first."""
+        return self.engine.list(limit)
+
+    def run_events(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's coordination events, in order."""
+        return self.engine.store.events(run_id)
+
+    async def cancel_run(self, run_id: str) -> tuple[bool, str]:
+        """Stop a live run and wait (bounded) for its record: whether a stop was requested,
+        and the run's status now."""
+        return await self.engine.cancel_and_wait(run_id)
+
+    def live_run(self, run_id: str) -> LiveRun | None:
+        """The run if it is live in this process (the viewer streams it from here)."""
+        return self.engine.live_run(run_id)
+
+    def shut_down(self, reason: str | None = None) -> None:
+        """From now on, runs that stop are recorded `interrupted`, with `reason` (else the
+        reason given before)."""
+        self.engine.shut_down(reason)
+
+    async def wait_for_live_runs(self) -> None:
+        """Until every run live in this process has closed its record."""
+        await self.engine.wait_for_live_runs()
+
+    # ------------------------------------------------------------------ stored results
+
+    def get_plan(self, plan_id: str = "latest") -> StoredPlan:
+        """A stored plan, or the latest."""
+        from massgen_mcp.modes.planning.store import get_plan
+
+        return get_plan(self.state, plan_id)
+
+    def list_plans(self, limit: int = 20) -> list[PlanSummary]:
+        """Stored plans, newest first."""
+        from massgen_mcp.modes.planning.store import list_plans
+
+        return list_plans(self.state, limit)
+
+    def checkpoint_init(self, workspace_dir: str, original_task: str,
+                        available_tools: list[Any], *, trajectory_path: str | None = None,
+                        environment: dict[str, Any] | str | None = None,
+                        safety_policy: list[str] | str | None = None
+                        ) -> tuple[CheckpointSession, bool]:
+        """Store (or replace) a workspace's checkpoint session; True when it replaced one."""
+        from massgen_mcp.modes.checkpoint.store import init_session
+
+        return init_session(self.state, workspace_dir, original_task, available_tools,
+                            trajectory_path=trajectory_path, environment=environment,
+                            safety_policy=safety_policy)
+
+    def checkpoint_session(self, workspace_dir: str | None = None) -> CheckpointSession:
+        """The session of `workspace_dir` (default: the latest); an error naming
+        checkpoint_init when there is none."""
+        from massgen_mcp.modes.checkpoint.store import load_session
+
+        return load_session(self.state, workspace_dir)

@@ -12,10 +12,20 @@ A conversation is a list of `Message`:
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+#: The workflow tools every coordination turn ends with (coordination/workflow.py defines
+#: them; a coding-agent CLI reaches them through its MCP server).
+NEW_ANSWER = "new_answer"
+VOTE = "vote"
+WORKFLOW_TOOLS = frozenset({NEW_ANSWER, VOTE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +52,11 @@ class ToolCall:
     arguments: dict[str, Any] = field(default_factory=dict)
     arguments_error: str | None = None
     repaired: str | None = None
+
+
+def new_call_id() -> str:
+    """A tool call id for providers (and repairs) that do not give one."""
+    return f"call_{os.urandom(12).hex()}"  # not uuid: this module is imported at start
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +128,49 @@ def tool_result(call: ToolCall, content: str, *, is_error: bool = False) -> Mess
     return Message(
         role="tool", content=content, tool_call_id=call.id, name=call.name, is_error=is_error
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Which step of a run a model call belongs to, as the orchestrator asks it.
+
+    Wire backends send only the messages; function and test backends read this instead of
+    the prompt's wording. `phase` is "coordinate" (answer or vote) or "present" (the winner's
+    final answer); `noun` names the mode's answer ("answer", "plan", "checkpoint plan").
+    """
+
+    phase: Literal["coordinate", "present"]
+    noun: str = "answer"
+    #: The agent's latest answer (`agent1.2`); None before its first.
+    own_label: str | None = None
+    #: The anonymous agents it may vote for now (empty: it may not vote).
+    vote_targets: tuple[str, ...] = ()
+    #: Whether it may submit a new answer now (False: it must vote).
+    may_answer: bool = True
+
+    @property
+    def presenting(self) -> bool:
+        return self.phase == "present"
+
+    @property
+    def answered(self) -> bool:
+        """The agent has an answer of its own in this run."""
+        return self.own_label is not None
+
+
+_STEP: ContextVar[Step | None] = ContextVar("massgen_mcp_step", default=None)
+
+
+def current_step() -> Step | None:
+    """The step of the model call in progress in this task (None outside a run's turn)."""
+    return _STEP.get()
+
+
+@contextmanager
+def at_step(step: Step | None) -> Iterator[None]:
+    """Make `step` the current step while a backend is called (`current_step()`)."""
+    token = _STEP.set(step)
+    try:
+        yield
+    finally:
+        _STEP.reset(token)

@@ -34,6 +34,18 @@ def checkpoints_dir(base: Path) -> Path:
     return base / "checkpoints"
 
 
+def bundled_configs_dir() -> Path:
+    """Where the ready team files live (inside the wheel, or the repo's configs/)."""
+    package = Path(__file__).resolve().parent
+    packaged = package / "_configs"
+    return packaged if packaged.is_dir() else package.parent / "configs"
+
+
+def bundled_team_names() -> list[str]:
+    d = bundled_configs_dir()
+    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
+
+
 def config_home() -> Path:
     """This user's massgen-mcp config directory (outside any repository)."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")

@@ -1,4 +1,9 @@
-"""Scripted agents for consensus scenarios (functions of the request the provider received)."""
+"""Scripted agents for consensus scenarios (functions of the request the provider received).
+
+These play models behind a real wire, so, like a model, they read where they are in the run
+from the request itself; the two markers below are the only prompt wording the tests know.
+Agents that need no wire are function agents (`call.step`) or `type: test` agents.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,8 @@ from collections.abc import Callable
 
 from scripted_provider import Reply, ScriptRequest, answer, vote
 
-YOUR_OWN = "Your own latest"
+YOUR_OWN = "Your own latest"  # in a coordination turn after the agent's first answer
+PRESENT = "Present the best final"  # in the winner's presentation turn
 
 
 def has_answered(req: ScriptRequest) -> bool:
@@ -15,7 +21,7 @@ def has_answered(req: ScriptRequest) -> bool:
 
 
 def presenting(req: ScriptRequest) -> bool:
-    return "Present the best final" in req.last_user_text
+    return PRESENT in req.last_user_text
 
 
 def answer_then_vote(text: str, target: str | Callable[[ScriptRequest], str] = "agent1",

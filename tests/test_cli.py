@@ -99,7 +99,7 @@ def test_a_silent_provider_gets_a_heartbeat_and_a_killed_run_keeps_its_times(
     assert re.search(r"still working: slow \(\w+/mute1\) for 1\d s, slower \(claude/mute2\) "
                      r"for 1\d s", beat), beat
     assert "0 answers, 0 votes so far" in beat
-    (run,) = App(tmp_path / ".massgen").engine.list()
+    (run,) = App(tmp_path / ".massgen").list_runs()
     assert run.status == "interrupted"
     assert run.started_at.startswith(run.run_id[4:8] + "-")
     assert run.elapsed_seconds >= 9.0  # the heartbeat's sign of life, not 0

@@ -307,7 +307,7 @@ def test_claude_code_config_keys_load_and_unknown_ones_warn(
 
 
 async def test_availability_reports_installed_clis_and_versions(tmp_path: Path) -> None:
-    from massgen_mcp.config.availability import backends_report
+    from massgen_mcp.backends.availability import backends_report
 
     report = await backends_report(Environment(cli_env(HOME=str(tmp_path))))
     by_type = {s.type: s for s in report.coding_agents}

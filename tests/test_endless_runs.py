@@ -17,7 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from agents import answer_then_vote
+from agents import answer_then_vote, has_answered
 from helpers import make_team
 from mcp import Client
 from mcp_harness import EXE, http_server, server_env, write_team
@@ -43,7 +43,7 @@ async def test_a_lone_surrogate_from_a_provider_still_ends_the_run(
     bad = ToolCalls([Call("new_answer", '{"content": "Kafka \\ud800 wins"}')])
 
     def script(req):  # answer with the bad text, then vote like the others
-        return bad if not req.tool_results and "Your own latest" not in req.last_user_text \
+        return bad if not req.tool_results and not has_answered(req) \
             else answer_then_vote("Kafka")(req)
 
     provider.script("m1", script)

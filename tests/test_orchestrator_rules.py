@@ -3,7 +3,8 @@
 The provider is not under test here, so the agents are plain (async) Python functions
 registered as `type: function` models and built through the real backend registry; the
 engine and orchestrator are the real ones. Ordering comes from events the functions wait
-on, never from sleeps.
+on, never from sleeps; where in the run a call is comes from `call.step`, never from the
+prompt's wording.
 """
 
 from __future__ import annotations
@@ -25,10 +26,8 @@ from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.config.team import Team
 from massgen_mcp.coordination.result import pick_winner
-from massgen_mcp.messages import Turn
+from massgen_mcp.messages import Step, Turn
 from massgen_mcp.runs.engine import Engine
-
-YOUR_OWN = "Your own latest"
 
 
 @pytest.fixture
@@ -70,9 +69,9 @@ async def test_a_vote_on_a_stale_view_is_ignored_and_the_agent_looks_again(
             b_answered.set()
 
     async def a(call: FunctionCall) -> Turn:
-        if "Present" in call.prompt:
+        if call.step.presenting:
             return call.answer("final")
-        if YOUR_OWN not in call.prompt:
+        if not call.step.answered:
             return call.answer("a's answer")
         if "agent2" not in call.vote_targets():
             # Voting with only its own answer in view; this provider call cannot be
@@ -83,9 +82,9 @@ async def test_a_vote_on_a_stale_view_is_ignored_and_the_agent_looks_again(
         return call.vote("agent1", "mine is fine")
 
     async def b(call: FunctionCall) -> Turn:
-        if "Present" in call.prompt:
+        if call.step.presenting:
             return call.answer("final")
-        if YOUR_OWN not in call.prompt:
+        if not call.step.answered:
             await a_is_voting.wait()
             return call.answer("b's answer")
         return call.vote("agent1", "a's is better")
@@ -113,17 +112,17 @@ async def test_a_new_answer_clears_the_votes_cast_before_it(
     events: list[dict[str, Any]] = []
 
     def a(call: FunctionCall) -> Turn:
-        if "Present" in call.prompt:
+        if call.step.presenting:
             return call.answer("final")
-        if YOUR_OWN not in call.prompt:
+        if not call.step.answered:
             return call.answer("a's answer")
         a_voted.set()
         return call.vote(call.vote_targets()[-1], "latest looks best")
 
     async def b(call: FunctionCall) -> Turn:
-        if "Present" in call.prompt:
+        if call.step.presenting:
             return call.answer("final")
-        if YOUR_OWN not in call.prompt:
+        if not call.step.answered:
             await a_voted.wait()  # a has voted on a one-answer view
             return call.answer("b's answer")
         return call.vote("agent2", "mine")
@@ -150,9 +149,9 @@ async def test_a_tie_goes_to_the_earliest_agent_in_the_team_file(
 
     def voter_for_self(agent: str, label: str) -> ModelFunction:
         async def fn(call: FunctionCall) -> Turn:
-            if "Present" in call.prompt:
+            if call.step.presenting:
                 return call.answer(f"final by {agent}")
-            if YOUR_OWN not in call.prompt:
+            if not call.step.answered:
                 return call.answer(f"{agent}'s answer")
             answered.add(agent)
             if len(answered) == 2:
@@ -174,9 +173,9 @@ async def test_a_tie_goes_to_the_earliest_agent_in_the_team_file(
 async def test_an_unregistered_function_fails_that_agent_only(
         tmp_path: Path, functions: dict[str, ModelFunction]) -> None:
     def ok(call: FunctionCall) -> Turn:
-        if "Present" in call.prompt:
+        if call.step.presenting:
             return call.answer("final")
-        if YOUR_OWN not in call.prompt:
+        if not call.step.answered:
             return call.answer("the answer")
         return call.vote(call.vote_targets()[0], "fine")
 
@@ -200,3 +199,33 @@ def test_pick_winner_most_votes_then_config_order() -> None:
     assert pick_winner({"x": "b", "y": "a"}, ["b", "a"])[0] == "b"
     assert pick_winner({}, ["c", "a"])[0] == "c"
     assert pick_winner({"x": "gone"}, [])[0] is None
+
+
+async def test_a_function_is_told_the_step_of_every_call(
+        tmp_path: Path, functions: dict[str, ModelFunction]) -> None:
+    seen: dict[str, list[Step]] = {"a": [], "b": []}
+
+    def agent(name: str) -> ModelFunction:
+        def fn(call: FunctionCall) -> Turn:
+            seen[name].append(call.step)
+            if call.step.presenting:
+                return call.answer("final")
+            if not call.step.answered:
+                return call.answer(f"{name}'s answer")
+            return call.vote(call.step.vote_targets[0], "first is fine")
+        return fn
+
+    functions["a"], functions["b"] = agent("a"), agent("b")
+    result = await run(tmp_path, team("a", "b"), [])
+    assert result.status == "completed" and result.final_answer == "final"
+    winner = result.winner.agent_id if result.winner else ""
+    for name, steps in seen.items():
+        first, *rest = steps
+        assert first == Step("coordinate", "answer", None, first.vote_targets, True)
+        label = "agent1.1" if name == "a" else "agent2.1"
+        coordinating = [s for s in rest if not s.presenting]
+        assert coordinating and all(s.own_label == label for s in coordinating)
+        assert coordinating[-1].vote_targets == ("agent1", "agent2")
+        presenting = [s for s in rest if s.presenting]
+        assert presenting == ([Step("present", "answer", label, (), True)]
+                              if name == winner else [])

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import mcp.types as types
 import pytest
-from agents import answer_then_vote, has_answered, presenting
+from agents import PRESENT, YOUR_OWN, answer_then_vote, has_answered, presenting
 from mcp import Client
 from mcp_harness import memory_client, stdio_params, write_team
 from scripted_provider import Hang, ScriptRequest, answer
@@ -199,9 +199,9 @@ async def test_no_keys_and_no_sampling_gives_one_clear_error(tmp_path: Path) -> 
 def _sampling_agent(context: Any, params: types.CreateMessageRequestParams
                     ) -> types.CreateMessageResult:
     text = params.messages[-1].content.text
-    if "Present the best final" in text:
+    if PRESENT in text:
         reply = {"tool": "new_answer", "arguments": {"content": "sampled final"}}
-    elif "Your own latest" in text:
+    elif YOUR_OWN in text:
         reply = {"tool": "vote", "arguments": {"agent_id": "agent1", "reason": "fine"}}
     else:
         reply = {"tool": "new_answer", "arguments": {"content": "sampled answer"}}

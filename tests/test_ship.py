@@ -32,10 +32,11 @@ import massgen_mcp
 from massgen_mcp.app import App
 from massgen_mcp.cli.main import build_parser, main
 from massgen_mcp.config.env import Environment
-from massgen_mcp.config.load import bundled_team_names, load_team, load_team_file
+from massgen_mcp.config.load import load_team, load_team_file
 from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.config.shorthand import team_from_models
 from massgen_mcp.errors import MissingKeyError
+from massgen_mcp.paths import bundled_team_names
 from massgen_mcp.server import build_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -484,7 +485,7 @@ def test_doctor_finds_a_local_model_server(tmp_path: Path,
 
 async def test_a_moved_local_server_is_reported_and_used_where_it_is(
         tmp_path: Path, local_model_server: tuple[str, list[str]]) -> None:
-    from massgen_mcp.config.availability import backends_report
+    from massgen_mcp.backends.availability import backends_report
 
     url, _ = local_model_server
     env = env_of({"OLLAMA_BASE_URL": url}, tmp_path)

@@ -9,9 +9,13 @@ each module, so importing this package costs nothing.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
     from massgen_mcp.config.team import AgentSpec
     from massgen_mcp.messages import Message, ToolSpec, Turn
 
@@ -23,20 +27,42 @@ class Backend(Protocol):
     provider: str
     model: str
 
-    async def turn(
-        self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
-    ) -> Turn:
-        """One model reply to `messages`, offering `tools`.
-
-        `require_tool` asks the model to call one of the tools (tool_choice=required/any)
-        where the provider supports it. Raises `PermanentBackendError` when retrying cannot
-        help and `TransientBackendError` when the SDK's retries were used up.
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+        """One model reply to `messages`, offering `tools` (the model chooses whether to call
+        one). Raises `PermanentBackendError` when retrying cannot help and
+        `TransientBackendError` when the SDK's retries were used up.
         """
         ...
 
     async def aclose(self) -> None:
         """Release the HTTP client."""
         ...
+
+
+class AgentWorkspaces(Protocol):
+    """The run's agent workspaces, as a coding-agent backend uses them (runs/workspace.py)."""
+
+    def dir_for(self, agent_id: str, name: str | None = None) -> Path: ...
+
+    def snapshots_in(self, text: str) -> list[tuple[str, Path]]: ...
+
+    def describe(self, agent_id: str, text: str) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BackendContext:
+    """What a backend is built with besides its `AgentSpec`: the objects of the caller and of
+    the run that only some backends need. The caller sets `session`; the engine adds the rest
+    for the backends it builds per run."""
+
+    #: The calling MCP client's session: the sampling backend asks that client's model.
+    session: Any = None
+    #: The environment of the run (a coding-agent CLI's process gets its keys from it).
+    env: Mapping[str, str] | None = None
+    #: The run's directory (a coding-agent CLI keeps its files under `agents/<id>/`).
+    run_dir: Path | None = None
+    #: The agents' workspaces when the team has context paths (coding-agent CLIs work there).
+    workspaces: AgentWorkspaces | None = None
 
 
 # wire format -> "module:Class"
@@ -47,15 +73,16 @@ _REGISTRY: dict[str, str] = {
     "gemini": "massgen_mcp.backends.gemini:GeminiBackend",
     "sampling": "massgen_mcp.backends.sampling:SamplingBackend",
     "function": "massgen_mcp.backends.function:FunctionBackend",
+    "test": "massgen_mcp.backends.testing:SchemaAgentBackend",
     "claude_code": "massgen_mcp.backends.cli.claude_code:ClaudeCodeBackend",
     "codex": "massgen_mcp.backends.cli.codex:CodexBackend",
     "gemini_cli": "massgen_mcp.backends.cli.gemini_cli:GeminiCliBackend",
 }
 
 
-def create_backend(spec: AgentSpec, **context: Any) -> Backend:
-    """Build the backend for one agent. `context` carries runtime objects some backends
-    need (the sampling backend needs the MCP session of the calling client)."""
+def create_backend(spec: AgentSpec, context: BackendContext | None = None) -> Backend:
+    """Build the backend for one agent; every backend class takes `(spec, context)`."""
     module_name, _, cls_name = _REGISTRY[spec.provider.wire].partition(":")
     cls = getattr(importlib.import_module(module_name), cls_name)
-    return cls(spec, **context)
+    backend: Backend = cls(spec, context or BackendContext())
+    return backend

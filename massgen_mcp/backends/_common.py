@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -38,11 +37,6 @@ def ssl_context() -> ssl.SSLContext:
         httpx_module = importlib.import_module("httpx")
     context: ssl.SSLContext = httpx_module.create_ssl_context()
     return context
-
-
-def new_call_id() -> str:
-    """A tool call id for providers that do not give one."""
-    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 from massgen_mcp.backends._common import (
     bad_reply_error,
     count,
-    new_call_id,
     ssl_context,
     stainless_errors,
     tool_call,
 )
 from massgen_mcp.backends.native_tools import anthropic_tools, read_anthropic
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, new_call_id
 
 if TYPE_CHECKING:
+    from massgen_mcp.backends import BackendContext
     from massgen_mcp.config.team import AgentSpec
 
 DEFAULT_MAX_TOKENS = 8192
@@ -42,7 +42,7 @@ def _api_errors(spec: AgentSpec) -> AbstractContextManager[None]:
 class AnthropicBackend:
     """`Backend` for the Anthropic Messages wire format."""
 
-    def __init__(self, spec: AgentSpec, **context: Any) -> None:
+    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
         import anthropic
 
         self.provider = spec.provider.name
@@ -54,10 +54,8 @@ class AnthropicBackend:
             timeout=spec.backend.request_timeout_seconds,
             http_client=anthropic.DefaultAsyncHttpxClient(verify=ssl_context()))
 
-    async def turn(
-        self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
-    ) -> Turn:
-        params = self._params(messages, tools, require_tool)
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+        params = self._params(messages, tools)
         with _api_errors(self._spec):
             response = await self._client.messages.create(**params)
         try:
@@ -69,9 +67,7 @@ class AnthropicBackend:
     async def aclose(self) -> None:
         await self._client.close()
 
-    def _params(
-        self, messages: list[Message], tools: list[ToolSpec], require_tool: bool
-    ) -> dict[str, Any]:
+    def _params(self, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
         b = self._spec.backend
         system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
         params: dict[str, Any] = {
@@ -87,7 +83,7 @@ class AnthropicBackend:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools] + server_tools
         if tools:
-            params["tool_choice"] = {"type": "any" if require_tool else "auto"}
+            params["tool_choice"] = {"type": "auto"}
         if betas:
             params["extra_headers"] = {"anthropic-beta": ",".join(betas)}
         # anthropic>=1.0 dropped the sampling arguments (newer models reject them), but the

@@ -10,6 +10,16 @@ process under a name, and a team names it as its model::
 Only code running in this process can register a function, so a team file or a tool
 argument can name one but never load code. Async functions may await anything (an event,
 another agent's progress): tests use that to order agents by events instead of sleeps.
+
+`call.step` says where in the run the call is (coordinating or presenting, the agent's own
+latest answer, what it may vote for), so a function never has to read the prompt's wording::
+
+    def agent(call):
+        if call.step.presenting:
+            return call.answer("the final answer")
+        if not call.step.answered:
+            return call.answer("my first answer")
+        return call.vote(call.step.vote_targets[0])
 """
 
 from __future__ import annotations
@@ -20,20 +30,25 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.errors import PermanentBackendError
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, Step, ToolCall, ToolSpec, Turn, Usage, current_step
 
 if TYPE_CHECKING:
+    from massgen_mcp.backends import BackendContext
     from massgen_mcp.config.team import AgentSpec
+
+
+FIRST_TURN = Step("coordinate")  # a call outside a run's turn
 
 
 @dataclass(frozen=True, slots=True)
 class FunctionCall:
-    """What the function sees: the agent, the conversation and the tools on offer."""
+    """What the function sees: the agent, the conversation, the tools on offer and the step
+    of the run (outside a run, a first coordination turn)."""
 
     agent_id: str
     messages: list[Message]
     tools: list[ToolSpec]
-    require_tool: bool
+    step: Step = FIRST_TURN
 
     @property
     def prompt(self) -> str:
@@ -84,18 +99,18 @@ def unregister_function(name: str) -> None:
 class FunctionBackend:
     """Calls the registered function once per turn; its exceptions are the agent's errors."""
 
-    def __init__(self, spec: AgentSpec, **_context: Any) -> None:
+    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
         self.provider, self.model, self.agent_id = "function", spec.model, spec.id
 
-    async def turn(self, messages: list[Message], tools: list[ToolSpec], *,
-                   require_tool: bool = False) -> Turn:
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
         fn = _FUNCTIONS.get(self.model)
         if fn is None:
             raise PermanentBackendError(
                 f"no function named '{self.model}' is registered in this process "
                 "(call massgen_mcp.backends.function.register_function first)",
                 provider=self.provider, model=self.model)
-        reply = fn(FunctionCall(self.agent_id, list(messages), list(tools), require_tool))
+        reply = fn(FunctionCall(self.agent_id, list(messages), list(tools),
+                                current_step() or FIRST_TURN))
         if inspect.isawaitable(reply):
             reply = await reply
         return reply

@@ -24,16 +24,16 @@ from massgen_mcp.backends._common import (
     bad_reply_error,
     connection_error,
     count,
-    new_call_id,
     ssl_context,
     status_error,
     timeout_error,
     tool_call,
 )
 from massgen_mcp.backends.native_tools import gemini_tools, read_gemini
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, new_call_id
 
 if TYPE_CHECKING:
+    from massgen_mcp.backends import BackendContext
     from massgen_mcp.config.team import AgentSpec
 
 _WIRE = "gemini"
@@ -92,7 +92,7 @@ class GeminiBackend:
     retry_initial_delay: float = 1.0
     retry_max_delay: float = 60.0
 
-    def __init__(self, spec: AgentSpec, **context: Any) -> None:
+    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
         from google import genai
         from google.genai import types
 
@@ -114,10 +114,8 @@ class GeminiBackend:
         # vertexai=False: never switch endpoints because of GOOGLE_GENAI_USE_VERTEXAI.
         self._client = genai.Client(api_key=key, vertexai=False, http_options=options)
 
-    async def turn(
-        self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
-    ) -> Turn:
-        config = self._config(messages, tools, require_tool)
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+        config = self._config(messages, tools)
         contents = _wire_contents(messages)
         with _api_errors(self._spec):
             response = await self._client.aio.models.generate_content(
@@ -131,7 +129,7 @@ class GeminiBackend:
         await self._client.aio.aclose()
         self._client.close()
 
-    def _config(self, messages: list[Message], tools: list[ToolSpec], require_tool: bool) -> Any:
+    def _config(self, messages: list[Message], tools: list[ToolSpec]) -> Any:
         from google.genai import types
 
         b = self._spec.backend
@@ -150,7 +148,7 @@ class GeminiBackend:
                 for t in tools])]
             mode = types.FunctionCallingConfigMode
             config.tool_config = types.ToolConfig(function_calling_config=(
-                types.FunctionCallingConfig(mode=mode.ANY if require_tool else mode.AUTO)))
+                types.FunctionCallingConfig(mode=mode.AUTO)))
         if native := gemini_tools(b):
             config.tools = [*(config.tools or []), *native]
         if b.effort:

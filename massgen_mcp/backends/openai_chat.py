@@ -19,16 +19,16 @@ from massgen_mcp.backends._common import (
     TOOL_ERROR_PREFIX,
     bad_reply_error,
     count,
-    new_call_id,
     ssl_context,
     stainless_errors,
     tool_call,
 )
-from massgen_mcp.messages import Message, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, ToolSpec, Turn, Usage, new_call_id
 
 if TYPE_CHECKING:
     import openai
 
+    from massgen_mcp.backends import BackendContext
     from massgen_mcp.config.team import AgentSpec
 
 # ---------------------------------------------------------------------------- the backend
@@ -61,18 +61,16 @@ def openai_client(spec: AgentSpec) -> openai.AsyncOpenAI:
 class OpenAIChatBackend:
     """`Backend` for the Chat Completions wire format."""
 
-    def __init__(self, spec: AgentSpec, **context: Any) -> None:
+    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
         self.provider = spec.provider.name
         self.model = spec.model
         self._spec = spec
         self._client = openai_client(spec)
 
-    async def turn(
-        self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
-    ) -> Turn:
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
         from openai.types.chat import ChatCompletion
 
-        params = self._params(messages, tools, require_tool)
+        params = self._params(messages, tools)
         with openai_errors(self._spec):
             # The SDK's public `post` (its retries, timeouts, auth and errors) with our body
             # as is: `chat.completions.create` would first re-walk these plain dicts against
@@ -88,9 +86,7 @@ class OpenAIChatBackend:
     async def aclose(self) -> None:
         await self._client.close()
 
-    def _params(
-        self, messages: list[Message], tools: list[ToolSpec], require_tool: bool
-    ) -> dict[str, Any]:
+    def _params(self, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
         b = self._spec.backend
         params: dict[str, Any] = {"model": self.model, "messages": _wire_messages(messages)}
         if tools:
@@ -98,7 +94,7 @@ class OpenAIChatBackend:
                 {"type": "function", "function": {
                     "name": t.name, "description": t.description, "parameters": t.parameters}}
                 for t in tools]
-            params["tool_choice"] = "required" if require_tool else "auto"
+            params["tool_choice"] = "auto"
         if b.temperature is not None:
             params["temperature"] = b.temperature
         if b.top_p is not None:

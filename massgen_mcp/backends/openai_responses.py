@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.backends._common import (
     TOOL_ERROR_PREFIX,
-    new_call_id,
     parse_arguments,
 )
 from massgen_mcp.backends.native_tools import NativeUse, responses_tools
 from massgen_mcp.backends.openai_chat import openai_client, openai_errors
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, new_call_id
 
 if TYPE_CHECKING:
+    from massgen_mcp.backends import BackendContext
     from massgen_mcp.config.team import AgentSpec
 
 _WIRE = "openai_responses"
@@ -40,16 +40,14 @@ _NATIVE_CALLS = {"web_search_call": "web_search", "code_interpreter_call": "code
 class OpenAIResponsesBackend:
     """`Backend` for the OpenAI Responses wire format."""
 
-    def __init__(self, spec: AgentSpec, **context: Any) -> None:
+    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
         self.provider = spec.provider.name
         self.model = spec.model
         self._spec = spec
         self._client = openai_client(spec)
 
-    async def turn(
-        self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
-    ) -> Turn:
-        params = self._params(messages, tools, require_tool)
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+        params = self._params(messages, tools)
         with openai_errors(self._spec):
             response = await self._client.responses.create(**params)
         texts: list[str] = []
@@ -88,9 +86,7 @@ class OpenAIResponsesBackend:
     async def aclose(self) -> None:
         await self._client.close()
 
-    def _params(
-        self, messages: list[Message], tools: list[ToolSpec], require_tool: bool
-    ) -> dict[str, Any]:
+    def _params(self, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
         b = self._spec.backend
         system = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
         params: dict[str, Any] = {"model": self.model, "input": _wire_input(messages),
@@ -103,7 +99,7 @@ class OpenAIResponsesBackend:
         wire_tools += responses_tools(b, self.provider)
         if wire_tools:
             params["tools"] = wire_tools
-            params["tool_choice"] = "required" if require_tool and tools else "auto"
+            params["tool_choice"] = "auto"
         reasoning = dict(b.reasoning) if isinstance(b.reasoning, dict) else {}
         if b.effort:
             reasoning["effort"] = b.effort

@@ -15,13 +15,16 @@ import json
 import re
 import uuid
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.backends._common import tool_call
 from massgen_mcp.backends.lenient_json import loads_lenient
 from massgen_mcp.config.team import AgentSpec
 from massgen_mcp.errors import PermanentBackendError, TransientBackendError
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+
+if TYPE_CHECKING:
+    from massgen_mcp.backends import BackendContext
 
 NO_BACK_CHANNEL = (
     "the MCP client cannot answer sampling requests on this connection: protocol 2026-07-28 "
@@ -46,15 +49,13 @@ def client_can_sample(session: Any) -> bool:
 
 
 class SamplingBackend:
-    def __init__(self, spec: AgentSpec, session: Any = None, **_: Any) -> None:
+    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
         self.provider = "sampling"
         self.model = spec.model
         self.spec = spec
-        self.session = session
+        self.session = context.session if context else None
 
-    async def turn(
-        self, messages: list[Message], tools: list[ToolSpec], *, require_tool: bool = False
-    ) -> Turn:
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
         from mcp.shared.exceptions import MCPError
         from mcp.types import SamplingMessage, TextContent
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from massgen_mcp.backends.availability import backends_report
 from massgen_mcp.backends.cli.availability import print_coding_agents
-from massgen_mcp.config.availability import backends_report
 from massgen_mcp.config.env import Environment
 
 

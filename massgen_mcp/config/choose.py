@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from massgen_mcp.config.env import Environment
-from massgen_mcp.config.load import bundled_configs_dir, load_team, team_from_data
+from massgen_mcp.config.load import load_team, team_from_data
 from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.config.shorthand import team_from_models
 from massgen_mcp.config.team import Team
 from massgen_mcp.errors import ConfigError, MissingKeyError
+from massgen_mcp.paths import bundled_configs_dir
 
 AUTO_PROVIDERS = ("openai", "claude", "gemini", "grok", "openrouter")
 AUTO_MODELS = {"openrouter": ("openai/gpt-5", "anthropic/claude-sonnet-4.5",

@@ -26,6 +26,7 @@ from massgen_mcp.config.team import AgentConfig, AgentSpec, Team, TeamConfig
 from massgen_mcp.config.trust import expand_team_vars
 from massgen_mcp.config.yaml_file import check_path_text, read_yaml
 from massgen_mcp.errors import ConfigError, MissingKeyError, format_validation_error
+from massgen_mcp.paths import bundled_configs_dir, bundled_team_names
 from massgen_mcp.urls import is_loopback_url
 
 log = logging.getLogger(__name__)
@@ -160,18 +161,6 @@ def load_team_file(path: str | Path, env: Environment | None = None) -> Team:
     for warning in team.warnings:  # on stderr for the CLI; the server also puts it in notes
         log.warning("%s", warning)
     return team
-
-
-def bundled_configs_dir() -> Path:
-    """Where the ready team files live (inside the wheel, or the repo's configs/)."""
-    package = Path(__file__).resolve().parent.parent
-    packaged = package / "_configs"
-    return packaged if packaged.is_dir() else package.parent / "configs"
-
-
-def bundled_team_names() -> list[str]:
-    d = bundled_configs_dir()
-    return sorted(p.stem for p in d.glob("*.yaml")) if d.is_dir() else []
 
 
 def load_team(name_or_path: str, env: Environment | None = None) -> Team:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function",
-               "claude_code", "codex", "gemini_cli"]
+               "test", "claude_code", "codex", "gemini_cli"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +76,8 @@ PROVIDERS: dict[str, Provider] = {
         Provider("sampling", "sampling"),
         # A Python function registered in this process (massgen_mcp.backends.function).
         Provider("function", "function"),
+        # A test agent that needs no script (massgen_mcp.backends.testing).
+        Provider("test", "test", default_model="test"),
         # Coding-agent CLIs run headless (backends/cli/); "default" lets the CLI choose.
         Provider("claude_code", "claude_code", default_model="default",
                  signup="https://docs.anthropic.com/en/docs/claude-code"),

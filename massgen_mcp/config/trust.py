@@ -90,7 +90,7 @@ def _inside(path: Path, dirs: tuple[Path, ...]) -> bool:
 
 def resolve_team_argument(arg: str, policy: TeamPolicy, cwd: Path) -> TeamSource:
     """Which team a tool call's `team` argument may load (ConfigError when not allowed)."""
-    from massgen_mcp.config.load import bundled_configs_dir, bundled_team_names
+    from massgen_mcp.paths import bundled_configs_dir, bundled_team_names
 
     check_path_text(arg)
     if arg in policy.operator_teams:

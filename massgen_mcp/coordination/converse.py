@@ -22,13 +22,23 @@ from typing import Protocol
 
 import anyio
 
-from massgen_mcp.backends._common import new_call_id
 from massgen_mcp.backends.sampling import parse_text_call
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.workflow import NEW_ANSWER, WORKFLOW_TOOLS, Decision
 from massgen_mcp.errors import BackendError, TransientBackendError
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, tool_result, user
+from massgen_mcp.messages import (
+    Message,
+    Step,
+    ToolCall,
+    ToolSpec,
+    Turn,
+    Usage,
+    at_step,
+    new_call_id,
+    tool_result,
+    user,
+)
 
 Check = Callable[[list[ToolCall]], "Decision | list[str]"]
 
@@ -57,13 +67,15 @@ def estimate_tokens(messages: list[Message], tools: list[ToolSpec]) -> int:
 
 
 async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpec],
-                     hooks: RunHooks) -> Turn:
-    """One provider call, counted whatever happens to it."""
+                     hooks: RunHooks, step: Step | None = None) -> Turn:
+    """One provider call, counted whatever happens to it; `step` is what function and test
+    backends read as `current_step()`."""
     if not hooks.starting_call(a):
         await anyio.lowlevel.checkpoint()  # the run is being cancelled: this raises
         raise BackendError("the run may make no more provider calls")
     try:
-        turn = await a.backend.turn(messages, tools)
+        with at_step(step):
+            turn = await a.backend.turn(messages, tools)
     except anyio.get_cancelled_exc_class():
         # The provider still computes (and bills) a call we stop listening to.
         estimate = estimate_tokens(messages, tools)
@@ -88,6 +100,7 @@ async def converse(
     workflow_tools: list[ToolSpec],
     check: Check,
     hooks: RunHooks,
+    step: Step | None = None,
 ) -> Decision | str:
     """Call the model until it makes a valid workflow call; MCP tool calls loop inside.
 
@@ -100,7 +113,7 @@ async def converse(
     while True:
         mcp_tools = a.toolbox.tools if a.toolbox and tool_calls_left > 0 else []
         offered = [*workflow_tools, *mcp_tools]
-        turn = await call_model(a, messages, offered, hooks)
+        turn = await call_model(a, messages, offered, hooks, step)
         calls, native = list(turn.tool_calls), True
         if not calls and turn.text.strip():
             written = parse_text_call(turn.text, {t.name for t in offered})

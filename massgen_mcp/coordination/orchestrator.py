@@ -55,7 +55,7 @@ from massgen_mcp.coordination.workflow import (
     vote_tool,
 )
 from massgen_mcp.errors import BackendError, TransientBackendError
-from massgen_mcp.messages import ToolCall
+from massgen_mcp.messages import Step, ToolCall
 from massgen_mcp.urls import is_loopback_url
 
 log = logging.getLogger(__name__)
@@ -353,7 +353,8 @@ class Orchestrator:
                 told_to_vote = True
             return outcome
 
-        return await converse(a, messages, tools, check, self.budget)
+        step = Step("coordinate", self.fmt.noun, a.label, tuple(targets), may_answer)
+        return await converse(a, messages, tools, check, self.budget, step)
 
     # ------------------------------------------------------------------ the end
 

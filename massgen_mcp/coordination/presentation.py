@@ -20,7 +20,7 @@ from massgen_mcp.coordination.workflow import (
     normalized,
 )
 from massgen_mcp.errors import BackendError
-from massgen_mcp.messages import ToolCall
+from massgen_mcp.messages import Step, ToolCall
 
 #: A presentation shorter than this fraction of a stored answer of at least `_SHRINK_MIN`
 #: characters is a fragment, not a presentation.
@@ -90,7 +90,8 @@ async def present(
             return list(e.problems)
 
     try:
-        outcome = await converse(w, messages, [new_answer_tool(fmt)], check, hooks)
+        outcome = await converse(w, messages, [new_answer_tool(fmt)], check, hooks,
+                                 Step("present", fmt.noun, w.label))
     except BackendError as e:
         outcome = str(e)
     if not isinstance(outcome, Decision) or outcome.answer is None:

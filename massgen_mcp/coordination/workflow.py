@@ -12,11 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from massgen_mcp.coordination.answers import AnswerFormat, AnswerRejected, ParsedAnswer
-from massgen_mcp.messages import ToolCall, ToolSpec
-
-NEW_ANSWER = "new_answer"
-VOTE = "vote"
-WORKFLOW_TOOLS = frozenset({NEW_ANSWER, VOTE})
+from massgen_mcp.messages import NEW_ANSWER, VOTE, WORKFLOW_TOOLS, ToolCall, ToolSpec
 
 NOVELTY_THRESHOLDS = {"lenient": None, "balanced": 0.70, "strict": 0.50}
 

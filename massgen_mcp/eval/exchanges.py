@@ -42,14 +42,12 @@ class ReplayMiss(PermanentBackendError):
     """A replayed eval asked something the cassette does not hold."""
 
 
-def fingerprint(item_id: str, messages: list[Message], tools: list[ToolSpec],
-                require_tool: bool) -> str:
+def fingerprint(item_id: str, messages: list[Message], tools: list[ToolSpec]) -> str:
     body = {
         "item": item_id,
         "messages": [[m.role, m.content, [[c.name, c.arguments] for c in m.tool_calls],
                       m.name, m.is_error] for m in messages],
         "tools": [[t.name, t.parameters] for t in tools],
-        "require_tool": require_tool,
     }
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -155,16 +153,15 @@ class Member:
         return self.cassette / f"{self.spec.id}.jsonl"
 
     async def ask(self, item_id: str, arm: str, messages: list[Message],
-                  tools: list[ToolSpec], require_tool: bool = False) -> Turn:
-        key = fingerprint(item_id, messages, tools, require_tool)
+                  tools: list[ToolSpec]) -> Turn:
+        key = fingerprint(item_id, messages, tools)
         spent = self.spend[(item_id, arm)]
         clock = self.clocks.setdefault(item_id, _Clock())
         spent.calls += 1
         if self.replay:
             turn, seconds = await self._replayed(key, item_id, arm, clock)
         else:
-            turn, seconds = await self._live(key, item_id, arm, clock, messages, tools,
-                                             require_tool)
+            turn, seconds = await self._live(key, item_id, arm, clock, messages, tools)
         spent.input_tokens += turn.usage.input_tokens
         spent.output_tokens += turn.usage.output_tokens
         spent.seconds += seconds
@@ -202,8 +199,7 @@ class Member:
         return turn_from_json(row["turn"]), float(row.get("seconds", 0.0))
 
     async def _live(self, key: str, item_id: str, arm: str, clock: _Clock,
-                    messages: list[Message], tools: list[ToolSpec], require_tool: bool
-                    ) -> tuple[Turn, float]:
+                    messages: list[Message], tools: list[ToolSpec]) -> tuple[Turn, float]:
         if self._backend is None:
             from massgen_mcp.backends import create_backend
 
@@ -211,7 +207,7 @@ class Member:
         t0 = time.monotonic()
         clock.sent()
         try:
-            turn = await self._backend.turn(messages, tools, require_tool=require_tool)
+            turn = await self._backend.turn(messages, tools)
         except anyio.get_cancelled_exc_class():
             self._write({"key": key, "item": item_id, "arm": arm, "cancelled": True,
                          "issued": clock.issued, "seq": clock.next_seq(),
@@ -261,7 +257,7 @@ class Members:
             member = self.members[spec.id]
 
             async def fn(call: FunctionCall, m: Member = member) -> Turn:
-                return await m.ask(item_id, arm, call.messages, call.tools, call.require_tool)
+                return await m.ask(item_id, arm, call.messages, call.tools)
 
             register_function(name, fn)
             self._names.append(name)

@@ -16,7 +16,7 @@ import anyio
 if TYPE_CHECKING:
     from massgen_mcp.coordination.orchestrator import Orchestrator
     from massgen_mcp.coordination.result import RunResult
-    from massgen_mcp.runs.store import RunRecord
+    from massgen_mcp.runs.store import RunRecordWriter
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def notify(listeners: Iterable[Callable[..., Any]], *args: Any, what: str = "lis
 @dataclass(eq=False)
 class LiveRun:
     run_id: str
-    record: RunRecord
+    record: RunRecordWriter
     listeners: list[Listener] = field(default_factory=list)
     orchestrator: Orchestrator | None = None
     done: anyio.Event = field(default_factory=anyio.Event)

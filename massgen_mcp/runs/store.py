@@ -1,5 +1,6 @@
-"""Run records on disk: `<state>/runs/<run_id>/{events.jsonl,status.json,result.json}`.
+"""Run records: one interface (`RunRecords`, `RunRecordWriter`), files by default.
 
+`RunStore` keeps them on disk: `<state>/runs/<run_id>/{events.jsonl,status.json,result.json}`.
 Every write is redacted (no API key reaches a file) and the JSON files are replaced
 atomically, so a reader never sees half a file. A run that was live in a process that
 has since died is reported `interrupted`, never lost.
@@ -14,12 +15,60 @@ import re
 import secrets
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import InputError, RunNotFoundError
 from massgen_mcp.paths import runs_dir, write_atomic
 from massgen_mcp.redaction import Redactor
+
+
+class RunRecordWriter(Protocol):
+    """The record of one run as it is written. `dir` is the run's working directory on this
+    machine (agents' workspaces, tool-server logs), whichever store keeps the record."""
+
+    run_id: str
+    dir: Path
+    redact: Redactor
+
+    def event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Append one event (redacted); returns it as recorded (with `seq` and `ts`)."""
+        ...
+
+    def clean(self, result: RunResult) -> RunResult:
+        """`result` as it may leave the process: keys redacted, text encodable."""
+        ...
+
+    def status(self, result: RunResult) -> None:
+        """Replace the run's current status (readable by other processes)."""
+        ...
+
+    def finish(self, result: RunResult) -> None:
+        """Record the final result; nothing is written after it."""
+        ...
+
+
+class RunRecords(Protocol):
+    """Where runs are recorded and read back. `RunStore` (files) is the default; another
+    store (e.g. Redis) implements the same methods."""
+
+    def open(self, run_id: str, redactor: Redactor, meta: dict[str, Any]) -> RunRecordWriter:
+        """Start the record of a new run."""
+        ...
+
+    def load(self, run_id: str) -> RunResult:
+        """A run's result, or its last status (a dead owner's run reads as interrupted);
+        `RunNotFoundError` when there is none."""
+        ...
+
+    def ids(self, limit: int | None = None) -> list[str]:
+        """Run ids, newest first."""
+        ...
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's events, in order."""
+        ...
+
 
 _RUN_ID = re.compile(r"^run_[0-9]{8}T[0-9]{6}Z_[0-9a-f]{6}$")
 
@@ -101,7 +150,7 @@ class RunRecord:
 
 
 class RunStore:
-    """Finished and interrupted runs, read back from the state directory."""
+    """Run records as files in the state directory (`RunRecords`)."""
 
     def __init__(self, state: Path) -> None:
         self.state = state
@@ -109,6 +158,9 @@ class RunStore:
     @property
     def root(self) -> Path:
         return runs_dir(self.state)
+
+    def open(self, run_id: str, redactor: Redactor, meta: dict[str, Any]) -> RunRecord:
+        return RunRecord(self.state, run_id, redactor, meta)
 
     def load(self, run_id: str) -> RunResult:
         d = self.root / check_run_id(run_id)

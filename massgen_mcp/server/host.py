@@ -159,7 +159,7 @@ class ToolHost:
                     await prepared.start()
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True), anyio.move_on_after(10):
-                    self.app.engine.cancel(prepared.run_id)
+                    prepared.cancel()
                     await live.done.wait()  # the record says "cancelled" before we go
                 raise
             finally:

@@ -8,8 +8,9 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
+from massgen_mcp.backends import BackendContext
 from massgen_mcp.modes.checkpoint.run import CheckpointInitResult, CheckpointResult
-from massgen_mcp.modes.consensus import consensus_of
+from massgen_mcp.modes.consensus.schema import consensus_of
 from massgen_mcp.modes.planning.run import PlanResult
 from massgen_mcp.modes.planning.schema import Depth
 from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
@@ -66,7 +67,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         chosen = await host.team_for(ctx, models=models, team=team)
         prepared = app.plan(chosen, goal, depth=depth, constraints=constraints,
                             context=full_context,
-                            backend_context={"session": ctx.session})
+                            backend_context=BackendContext(session=ctx.session))
         result = await host.run(prepared, ctx, wait)
         if not wait:
             out = PlanResult(plan_id=None, status="running", goal=goal, depth=depth,
@@ -90,9 +91,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         plan_id: Annotated[str, Field(description="A plan id, or 'latest'.")] = "latest",
     ) -> StoredPlan:
         """A stored plan: the structured plan, its Markdown and how it was chosen."""
-        from massgen_mcp.modes.planning.store import get_plan as load
-
-        return load(app.state, plan_id)
+        return app.get_plan(plan_id)
 
     @mcp.tool(title="List plans")
     @tool_errors
@@ -101,9 +100,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
     ) -> PlanList:
         """Stored plans, newest first, with their goal, depth, size and the run that chose
         them. Read one with get_plan."""
-        from massgen_mcp.modes.planning.store import list_plans as listing
-
-        return PlanList(plans=listing(app.state, limit))
+        return PlanList(plans=app.list_plans(limit))
 
     @mcp.tool(title="Start a checkpoint session")
     @tool_errors
@@ -125,10 +122,8 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         """Store a checkpoint session for a workspace before a risky phase: the task, the
         executor's tools and any extra safety rules. Re-initializing replaces the session
         (and deactivates its current plan). Then call checkpoint with the objective."""
-        from massgen_mcp.modes.checkpoint.store import init_session
-
-        session, replaced = init_session(
-            app.state, workspace_dir, original_task,
+        session, replaced = app.checkpoint_init(
+            workspace_dir, original_task,
             [t.model_dump() for t in available_tools], trajectory_path=trajectory_path,
             environment=environment, safety_policy=safety_policy)
         verb = "replaced the previous session" if replaced else "stored a new session"
@@ -160,15 +155,13 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         phase: verify/backup/action/notify/wait steps, preconditions, approved tool calls
         with rollbacks, and recovery trees, checked against the built-in safety policy. The
         approved plan is enforced by the `massgen-mcp hook pre-tool-use` Claude Code hook."""
-        from massgen_mcp.modes.checkpoint.store import load_session
-
-        load_session(app.state, workspace_dir)  # no session: say so before anything
+        app.checkpoint_session(workspace_dir)  # no session: say so before anything
         name = app.reviewer_team_name(models, team)
         chosen = await host.team_for(ctx, models=models, team=name)
         prepared, _ = app.checkpoint(
             chosen, objective=objective, action_goals=action_goals,
             eval_criteria=eval_criteria, workspace_dir=workspace_dir,
-            backend_context={"session": ctx.session})
+            backend_context=BackendContext(session=ctx.session))
         await host.run(prepared, ctx, True)
         out: CheckpointResult = prepared.outcome
         if out.plan:

@@ -199,7 +199,9 @@ class TasksExtension(Extension):
     async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
                       ) -> dict[str, Any]:
         _, run_id, _ = self._find(params.task_id)
-        self.host.app.engine.cancel(run_id)  # cooperative: the run keeps its best answer
+        # Cooperative and acknowledged at once: the run stops soon, keeping its best answer.
+        if self.host.background is not None:
+            self.host.background.start_soon(self.host.app.cancel_run, run_id)
         return {}
 
     def _find(self, task_id: str) -> tuple[Task | None, str, dict[str, Any]]:
@@ -217,7 +219,7 @@ class TasksExtension(Extension):
         """The `DetailedTask` for `task_id`, from the live call or the run record."""
         task, run_id, pointer = self._find(task_id)
         try:
-            run = self.host.app.engine.get(run_id)
+            run = self.host.app.get_run(run_id)
         except MassgenError as e:
             raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: {e}"
                            ) from None

@@ -17,7 +17,8 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from massgen_mcp.app import App
-from massgen_mcp.config.availability import BackendsReport, backends_report
+from massgen_mcp.backends import BackendContext
+from massgen_mcp.backends.availability import BackendsReport, backends_report
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.outcome import is_error, settle_wording
@@ -122,7 +123,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         chosen = await host.team_for(ctx, models=models, team=team, timeout_s=timeout_s,
                                      max_answers_per_agent=max_answers_per_agent)
         prepared = app.consensus(chosen, task, context=full_context,
-                                 backend_context={"session": ctx.session})
+                                 backend_context=BackendContext(session=ctx.session))
         return _tool_result(await host.run(prepared, ctx, wait), chosen.notes)
 
     @mcp.tool(title="Get a run", meta=RUN_TOOL_META)
@@ -137,8 +138,8 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         """The status of a run (running, completed, timeout, failed, cancelled, interrupted)
         and, when it is over, its decision; `detail` adds every answer, each agent's usage
         or the events. Use it to follow a run started with wait=false."""
-        result = app.engine.get(run_id)
-        events = app.engine.store.events(run_id) if detail in ("events", "all") else None
+        result = app.get_run(run_id)
+        events = app.run_events(run_id) if detail in ("events", "all") else None
         return _tool_result(result, detail=detail, events=events)
 
     @mcp.tool(title="List runs")
@@ -147,7 +148,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         limit: Annotated[int, Field(ge=1, le=200, description="How many runs.")] = 20,
     ) -> RunList:
         """Recent runs, newest first, with their status and winner."""
-        return RunList(runs=[_summary(r) for r in app.engine.list(limit)])
+        return RunList(runs=[_summary(r) for r in app.list_runs(limit)])
 
     @mcp.tool(title="Cancel a run")
     @tool_errors
@@ -157,7 +158,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         """Stop a running run. In-flight model calls are cancelled; the run is recorded as
         cancelled with the best answer so far. Reports what happened: `cancelled` is true
         only when the run has stopped as cancelled."""
-        requested, status = await app.engine.cancel_and_wait(run_id)
+        requested, status = await app.cancel_run(run_id)
         cancelled = requested and status in ("cancelled", "interrupted")
         if cancelled:
             message = f"stopped (status: {status})"
@@ -183,14 +184,14 @@ def register_resources(mcp: MCPServer, app: App) -> None:
     @mcp.resource("massgen://runs", name="runs", mime_type="application/json",
                   description="The 50 most recent runs with status and winner.")
     def runs_index() -> str:
-        return RunList(runs=[_summary(r) for r in app.engine.list(50)]).model_dump_json(
+        return RunList(runs=[_summary(r) for r in app.list_runs(50)]).model_dump_json(
             indent=1)
 
     @mcp.resource("massgen://runs/{run_id}", name="run", mime_type="application/json",
                   description="A run's status and result (JSON).")
     def run_resource(run_id: str) -> str:
         try:
-            return app.engine.get(run_id).model_dump_json(indent=1)
+            return app.get_run(run_id).model_dump_json(indent=1)
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None
 
@@ -199,7 +200,7 @@ def register_resources(mcp: MCPServer, app: App) -> None:
                   description="A run's whole final answer (Markdown text).")
     def run_answer(run_id: str) -> str:
         try:
-            result = app.engine.get(run_id)
+            result = app.get_run(run_id)
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None
         if result.final_answer is None:
@@ -212,7 +213,7 @@ def register_resources(mcp: MCPServer, app: App) -> None:
                   description="A run's coordination events, one JSON object per line.")
     def run_events(run_id: str) -> str:
         try:
-            return "\n".join(json.dumps(e) for e in app.engine.store.events(run_id))
+            return "\n".join(json.dumps(e) for e in app.run_events(run_id))
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None
 

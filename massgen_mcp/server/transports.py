@@ -122,7 +122,7 @@ def serve(args: argparse.Namespace) -> int:
                     else:
                         await _serve_http(mcp, args, token, stop, app)
                 finally:
-                    app.engine.shutting_down = True  # live runs become "interrupted"
+                    app.shut_down()  # live runs become "interrupted"
                     work.cancel_scope.cancel()
             outer.cancel_scope.cancel()
 
@@ -151,7 +151,7 @@ async def _serve_stdio(mcp: MCPServer, app: App) -> None:
                 async for message in read:
                     await tx.send(message)
                 # Before the session sees the end (when `tx` closes) and stops its requests.
-                app.engine.shut_down("the MCP client disconnected (stdin closed) while the "
+                app.shut_down("the MCP client disconnected (stdin closed) while the "
                                      "run was live")
 
         async with anyio.create_task_group() as tg:
@@ -168,15 +168,14 @@ async def _on_signals(app: App, stop: anyio.Event, stdio: bool) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for sig in signals:
             name = "SIGTERM" if sig == signal.SIGTERM else "SIGINT"
-            app.engine.shut_down(f"the server was stopped ({name}) while the run was live")
+            app.shut_down(f"the server was stopped ({name}) while the run was live")
             stop.set()
             break
     if stdio:
         # The stdio transport reads stdin in a worker thread that cancellation cannot stop:
         # once the live runs have closed their records, leave without waiting for it.
         with anyio.move_on_after(15):
-            for live in list(app.engine.live.values()):
-                await live.done.wait()
+            await app.wait_for_live_runs()
         sys.stderr.flush()
         os._exit(0)
 
@@ -202,7 +201,7 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
 
     asgi = http_app(mcp, args.transport, args.host, token, args.allowed_host)
     # The run viewer at /runs, behind the same token and Host checks.
-    asgi = with_viewer(asgi, app.engine, host=args.host, port=args.port, token=token,
+    asgi = with_viewer(asgi, app, host=args.host, port=args.port, token=token,
                        allowed_hosts=args.allowed_host)
     config = uvicorn.Config(asgi, host=args.host, port=args.port, log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=3,

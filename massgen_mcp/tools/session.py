@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from massgen_mcp.runs.live import notify
 from massgen_mcp.tools.toolbox import (
     MAX_RESULT_CHARS,
     PREFIX,
@@ -378,8 +377,12 @@ def _safe(text: str) -> str:
 def _safe_emitter(on_event: EventFn | None) -> EventFn:
     def emit(kind: str, data: dict[str, Any]) -> None:
         log.info("%s %s", kind, data)
-        if on_event is not None:  # a broken listener must not break tools
-            notify([on_event], kind, data, what=f"on_event listener for {kind}")
+        if on_event is None:
+            return
+        try:
+            on_event(kind, data)
+        except Exception:  # a broken listener must not break tools
+            log.exception("on_event listener for %s failed", kind)
     return emit
 
 

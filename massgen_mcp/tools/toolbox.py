@@ -12,7 +12,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from massgen_mcp.messages import ToolCall, ToolSpec
 
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     import mcp_types as types
 
     from massgen_mcp.config.team import BackendConfig, MCPServerConfig
-    from massgen_mcp.tools.session import ServerSession
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +29,21 @@ MAX_NAME_LENGTH = 64  # the tightest provider limit on function names (OpenAI, A
 _BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 EventFn = Callable[[str, dict[str, Any]], None]
+
+
+class ToolServer(Protocol):
+    """One MCP server session of an agent, as the toolbox routes to it (session.py's
+    `ServerSession`)."""
+
+    name: str
+    state: str  # starting, ready, failed, closing or dead
+    reason: str  # why it failed or died
+    config: MCPServerConfig
+    tools: list[types.Tool]
+    on_lost: Callable[[Any], None]  # called with the session when it dies during the run
+
+    async def call(self, tool: str, exposed: str, arguments: dict[str, Any]
+                   ) -> tuple[str, bool]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,15 +114,15 @@ class AgentToolbox:
     explains, in words for the run's result, what was dropped or filtered and why.
     """
 
-    def __init__(self, agent_id: str, config: AgentToolConfig, servers: list[ServerSession],
+    def __init__(self, agent_id: str, config: AgentToolConfig, servers: Sequence[ToolServer],
                  emit: EventFn) -> None:
         self.agent_id = agent_id
         self.tools: list[ToolSpec] = []
         self.notes: list[str] = []
         self._config = config
-        self._servers = servers
+        self._servers = list(servers)
         self._emit = emit
-        self._routes: dict[str, tuple[ServerSession, str]] = {}
+        self._routes: dict[str, tuple[ToolServer, str]] = {}
         for server in servers:
             server.on_lost = self._on_lost
 
@@ -188,16 +202,16 @@ class AgentToolbox:
     def _keys(server: str, tool: str) -> set[str]:
         return {tool, f"{PREFIX}{server}__{tool}", tool_name(server, tool)}
 
-    def _servers_by_name(self, name: str) -> ServerSession:
+    def _servers_by_name(self, name: str) -> ToolServer:
         return next(s for s in self._servers if s.name == name)
 
-    def _note_failed(self, server: ServerSession) -> None:
+    def _note_failed(self, server: ToolServer) -> None:
         self.notes.append(f"MCP server '{server.name}' failed to start: {server.reason}; "
                           "its tools are not available")
         self._emit("tool_server_failed", {"agent": self.agent_id, "server": server.name,
                                           "reason": server.reason})
 
-    def _on_lost(self, server: ServerSession) -> None:
+    def _on_lost(self, server: ToolServer) -> None:
         gone = [name for name, (s, _) in self._routes.items() if s is server]
         self.tools = [t for t in self.tools if t.name not in gone]
         self.notes.append(f"MCP server '{server.name}' stopped during the run: {server.reason}; "

@@ -28,13 +28,12 @@ from massgen_mcp.backends._common import redact
 from massgen_mcp.backends.cli._bridge import CallBridge, workflow_server_argv
 from massgen_mcp.backends.cli._options import CliOptions
 from massgen_mcp.backends.cli._process import CliProcess, base_env, find_command
-from massgen_mcp.coordination.workflow import WORKFLOW_TOOLS
 from massgen_mcp.errors import PermanentBackendError, TransientBackendError
-from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.messages import WORKFLOW_TOOLS, Message, ToolCall, ToolSpec, Turn, Usage
 
 if TYPE_CHECKING:
+    from massgen_mcp.backends import BackendContext
     from massgen_mcp.config.team import AgentSpec
-    from massgen_mcp.runs.workspace import Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +70,9 @@ class CliBackend:
     install_hint: ClassVar[str]
     login_hint: ClassVar[str]
 
-    def __init__(self, spec: AgentSpec, *, env: Mapping[str, str] | None = None,
-                 run_dir: Path | None = None, workspaces: Workspaces | None = None,
-                 **context: Any) -> None:
+    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
+        env, run_dir = (context.env, context.run_dir) if context else (None, None)
+        workspaces = context.workspaces if context else None
         self.provider = spec.provider.name
         self.model = spec.model
         self._spec = spec
@@ -108,8 +107,7 @@ class CliBackend:
         """True when the team file points the CLI at an endpoint (else: the user's login)."""
         return bool(self._spec.base_url or self._spec.api_key)
 
-    async def turn(self, messages: list[Message], tools: list[ToolSpec], *,
-                   require_tool: bool = False) -> Turn:
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
         exe = find_command(self.opts.command, self.default_command, self._env)
         if exe is None:
             where = f"'{self.opts.command}'" if self.opts.command else (

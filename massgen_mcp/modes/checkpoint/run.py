@@ -83,7 +83,8 @@ def checkpoint_team(env: Environment, configured: str | None, models: str | None
         return team
     if configured:
         return configured
-    from massgen_mcp.config.load import bundled_configs_dir, load_team
+    from massgen_mcp.config.load import load_team
+    from massgen_mcp.paths import bundled_configs_dir
 
     if (bundled_configs_dir() / "checkpoint.yaml").is_file():
         try:

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from massgen_mcp.config.team import Team
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import InputError
-from massgen_mcp.modes.consensus import Consensus, consensus_of
+from massgen_mcp.modes.consensus.schema import Consensus, consensus_of
 from massgen_mcp.modes.planning.answer_format import PlanAnswerFormat, plan_task_text
 from massgen_mcp.modes.planning.schema import DEPTHS
 from massgen_mcp.modes.planning.store import save_plan

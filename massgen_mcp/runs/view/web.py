@@ -15,7 +15,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
 import anyio
@@ -30,7 +30,16 @@ from massgen_mcp.runs.view.model import find_cost, load_run_view
 from massgen_mcp.runs.view.page import RunRow, error_page, run_main, run_page, runs_page
 
 if TYPE_CHECKING:
-    from massgen_mcp.runs.engine import Engine
+    from massgen_mcp.runs.live import LiveRun
+
+
+class LiveRuns(Protocol):
+    """Where the viewer finds the runs live in this process (the `App`, or an `Engine`)."""
+
+    @property
+    def state(self) -> Path: ...
+
+    def live_run(self, run_id: str) -> LiveRun | None: ...
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 POLL_SECONDS = 0.2  # how often a live event stream looks for new lines in events.jsonl
@@ -39,7 +48,7 @@ LIST_LIMIT = 200
 _COOKIE = "massgen_view"
 
 
-def viewer_app(state: Path, *, engine: Engine | None = None, token: str | None = None,
+def viewer_app(state: Path, *, engine: LiveRuns | None = None, token: str | None = None,
                hosts: frozenset[str] = LOOPBACK_NAMES, base: str = "/runs") -> Any:
     """The viewer's ASGI app. `engine`: runs live in this process are read from it."""
     store = RunStore(state)
@@ -79,7 +88,7 @@ def viewer_app(state: Path, *, engine: Engine | None = None, token: str | None =
             "referrer-policy": "no-referrer", "cache-control": "no-store"})
 
     def view_of(run_id: str) -> Any:
-        live = engine.live.get(run_id) if engine else None
+        live = engine.live_run(run_id) if engine else None
         snapshot = live.snapshot() if live else None
         return load_run_view(state, run_id, snapshot)
 
@@ -148,10 +157,10 @@ def _row(store: RunStore, run_id: str) -> RunRow | None:
                   started_at=r.started_at)
 
 
-def _finished(store: RunStore, run_id: str, engine: Engine | None) -> bool:
+def _finished(store: RunStore, run_id: str, engine: LiveRuns | None) -> bool:
     if (store.root / run_id / "result.json").exists():
         return True
-    if engine is not None and run_id in engine.live:
+    if engine is not None and engine.live_run(run_id) is not None:
         return False
     try:
         return store.load(run_id).status != "running"  # a dead owner reads as interrupted
@@ -160,7 +169,7 @@ def _finished(store: RunStore, run_id: str, engine: Engine | None) -> bool:
 
 
 async def _stream(store: RunStore, run_id: str, after: int,
-                  engine: Engine | None) -> AsyncIterator[str]:
+                  engine: LiveRuns | None) -> AsyncIterator[str]:
     """Follow events.jsonl: one SSE message per new line (kind and time only; the page
     fetches what it shows), then `event: end` once the run's record is final."""
     path = store.root / run_id / "events.jsonl"
@@ -208,7 +217,7 @@ def mount_viewer(mcp_app: Any, viewer: Any, base: str = "/runs") -> Any:
     return dispatch
 
 
-def with_viewer(mcp_app: Any, engine: Engine, *, host: str, port: int, token: str | None,
+def with_viewer(mcp_app: Any, engine: LiveRuns, *, host: str, port: int, token: str | None,
                 allowed_hosts: list[str] | None = None) -> Any:
     """The HTTP transport's app with the viewer at /runs, behind the same token and the same
     Host names as the MCP endpoint."""

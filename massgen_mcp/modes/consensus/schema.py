@@ -1,4 +1,4 @@
-"""The plain consensus mode's shared piece: the vote summary every mode's result carries."""
+"""What every mode's result reports of the vote: the winner, the tally and the votes."""
 
 from __future__ import annotations
 

@@ -12,11 +12,11 @@ from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.backends.cli.availability import CliStatus, cli_statuses
 from massgen_mcp.config.choose import resolve_team
 from massgen_mcp.config.env import Environment
-from massgen_mcp.config.load import bundled_team_names
 from massgen_mcp.config.local import local_models, local_team_models
 from massgen_mcp.config.prices import PRICES_AS_OF, price_table
 from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.errors import MassgenError
+from massgen_mcp.paths import bundled_team_names
 
 
 class ProviderStatus(BaseModel):
@@ -50,7 +50,7 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
                       show_hint: bool = False) -> list[ProviderStatus]:
     out = []
     for p in PROVIDERS.values():
-        if p.name in ("chatcompletion", "sampling", "function") or p.wire in CLI_WIRES:
+        if p.name in ("chatcompletion", "sampling", "function", "test") or p.wire in CLI_WIRES:
             continue  # coding-agent CLIs are reported by cli_statuses()
         if p.local:
             models = local.get(p.name)

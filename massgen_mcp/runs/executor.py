@@ -1,0 +1,185 @@
+"""Runs one prepared run to its end: workspaces, backends, tool servers, the orchestrator.
+
+Whatever a provider sends or a config holds, every run it executes ends with a status in its
+record, and whoever waits on the run is woken.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+
+from massgen_mcp.backends import Backend, BackendContext
+from massgen_mcp.backends.cli import CLI_WIRES
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.team import Team
+from massgen_mcp.coordination.answers import AnswerFormat
+from massgen_mcp.coordination.orchestrator import Orchestrator
+from massgen_mcp.coordination.result import RunResult
+from massgen_mcp.errors import MassgenError
+from massgen_mcp.runs.live import LiveRun
+from massgen_mcp.runs.pool import BackendPool
+from massgen_mcp.runs.workspace import workspaces_for
+
+log = logging.getLogger(__name__)
+
+After = Callable[[RunResult], Any]
+
+
+class Executor:
+    """Executes runs with the backends of `pool`; `live` is the registry of live runs, from
+    which a run is removed once its record is final."""
+
+    def __init__(self, env: Environment, pool: BackendPool, live: dict[str, LiveRun]) -> None:
+        self.env = env
+        self.pool = pool
+        self.live = live
+        self.shutting_down = False  # set by the server on exit: live runs become interrupted
+        self.stop_reason = "the server stopped while the run was live"
+
+    def stop_status(self) -> Any:
+        """How a run stopped from outside ends: cancelled, or interrupted by a shutdown."""
+        return "interrupted" if self.shutting_down else "cancelled"
+
+    async def execute(
+        self,
+        live: LiveRun,
+        team: Team,
+        task: str,
+        *,
+        context: str | None = None,
+        answer_format: AnswerFormat | None = None,
+        backend_context: BackendContext | None = None,
+        after: After | None = None,
+    ) -> RunResult:
+        """Run a prepared run to its end. A cancelled caller still gets a `cancelled` record.
+
+        `after` runs on the final result before anyone waiting on the run is woken (it stores
+        plans and checkpoint plans); its return value is `live.outcome`.
+        """
+        backends: dict[str, Backend] = {}
+        workspaces = None
+        try:
+            workspaces = workspaces_for(team, live.record.dir, CLI_WIRES)
+        except MassgenError as e:
+            return self._stopped(live, team, task, "failed", error=str(e), after=after)
+        if workspaces is not None:
+            live.listeners.append(workspaces.on_event)
+        try:
+            given = backend_context or BackendContext()
+            backends = await self.pool.acquire(team, given, dataclasses.replace(
+                given, env=self.env, run_dir=live.record.dir, workspaces=workspaces))
+            async with anyio.create_task_group() as writer:
+                writer.start_soon(live.write_status)
+                async with AsyncExitStack() as stack:
+                    toolboxes = await self._toolboxes(stack, team, live)
+                    orch = Orchestrator(
+                        team, backends, task, run_id=live.run_id, log_dir=str(live.record.dir),
+                        context=context, answer_format=answer_format, toolboxes=toolboxes,
+                        emit=live.on_event)
+                    live.orchestrator = orch
+                    if live.cancel_requested:
+                        orch.cancel(self.stop_status())
+                    result = await orch.run()
+                    result.notes = [*team.warnings, *result.notes]
+                    if workspaces is not None:
+                        result.workspace = workspaces.finish(result)
+                    # Final now: record it and wake whoever waits before the agents' tool
+                    # servers are stopped (about a second per server, off the answer's path).
+                    self._finish(live, result, after)
+                writer.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                status = "interrupted" if self.shutting_down else "cancelled"
+                result = self._stopped(live, team, task, status, after=after)
+                await self.pool.release(backends)
+            raise
+        except Exception as e:
+            with anyio.CancelScope(shield=True):
+                error = str(e) if isinstance(e, MassgenError) else (
+                    f"internal error: {type(e).__name__}: {e}")
+                result = self._stopped(live, team, task, "failed", error=error, after=after)
+                await self.pool.release(backends)
+            if isinstance(e, MassgenError):
+                return result
+            log.error("run %s failed", live.run_id, exc_info=e)
+            return result
+        await self.pool.release(backends)
+        return result
+
+    async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun) -> dict[str, Any]:
+        boxes = await self._mcp_toolboxes(stack, team, live)
+        if team.orchestrator.context_paths:  # read-only file tools, served in-process
+            from massgen_mcp.tools.files import with_file_tools
+
+            # Coding agents read and edit their own workspace copy instead.
+            boxes = with_file_tools(boxes, [a.id for a in team.agents
+                                            if a.provider.wire not in CLI_WIRES],
+                                    team.orchestrator.context_paths)
+        return boxes
+
+    async def _mcp_toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun
+                             ) -> dict[str, Any]:
+        # A coding agent's own MCP servers are handed to its CLI, not opened here.
+        with_tools = [a for a in team.agents
+                      if a.backend.servers() and a.provider.wire not in CLI_WIRES]
+        if not with_tools:
+            return {}
+        from massgen_mcp.tools.session import (
+            open_toolboxes,  # only runs that use tools pay for the import
+        )
+
+        cfg = team.orchestrator
+        return await stack.enter_async_context(open_toolboxes(
+            {a.id: a.backend for a in with_tools},
+            run_dir=live.record.dir,
+            startup_timeout=cfg.tool_server_startup_timeout_seconds,
+            call_timeout=cfg.tool_call_timeout_seconds,
+            on_event=live.on_event, redactor=live.record.redact))
+
+    def _stopped(self, live: LiveRun, team: Team, task: str, status: str,
+                 error: str | None = None, after: After | None = None) -> RunResult:
+        if live.result is not None:  # stopped while its tool servers were shutting down
+            return live.result
+        orch = live.orchestrator
+        if orch is not None:
+            orch.cancel(status)  # type: ignore[arg-type]
+            orch.settle()
+            result = orch.result()
+        else:
+            result = RunResult(run_id=live.run_id, status="failed", task=task[:500],
+                               team=team.name, log_dir=str(live.record.dir))
+        result.status = status  # type: ignore[assignment]
+        result.notes = [*team.warnings, *result.notes]
+        if status == "interrupted":
+            error = error or f"{self.stop_reason}; this is the best answer so far"
+        if error:
+            result.error = error
+        live.on_event("run_finished", {"status": status, "error": error})
+        self._finish(live, result, after)
+        return result
+
+    def _finish(self, live: LiveRun, result: RunResult, after: After | None = None) -> None:
+        if result.status == "interrupted" and not result.error:
+            result.error = f"{self.stop_reason}; this is the best answer so far"
+        result = live.record.clean(result)  # what leaves the process: redacted, encodable
+        if after is not None:
+            try:
+                live.outcome = after(result)
+            except Exception as e:
+                log.exception("recording the outcome of run %s failed", live.run_id)
+                live.outcome_error = f"the run finished ({result.status}) but its outcome " \
+                                     f"could not be recorded: {e}"
+        live.result = result
+        try:
+            live.record.finish(result)
+        except OSError:
+            log.exception("writing the record of run %s failed", live.run_id)
+        finally:
+            live.done.set()
+            self.live.pop(live.run_id, None)  # from now on it is served from its files
