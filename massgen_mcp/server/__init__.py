@@ -4,6 +4,7 @@
     tools.py       run tools, run resources, prompts
     result_size.py the compact result clients get by default, and size limits
     tasks.py       MCP Tasks (io.modelcontextprotocol/tasks): long calls answered with a task
+    apps.py        the run viewer as an MCP App (io.modelcontextprotocol/ui)
     mode_tools.py  plan and checkpoint tools
     transports.py  stdio, streamable HTTP, SSE; bearer token, Host/Origin checks, signals
 """
@@ -48,13 +49,14 @@ class _Server(MCPServer):
 def build_server(app: App, *, tasks: bool = True) -> tuple[MCPServer, ToolHost]:
     """The MCPServer with every tool, resource and prompt registered, and the MCP Tasks
     extension (server/tasks.py) unless `tasks` is false."""
+    from massgen_mcp.server.apps import apps_extension
     from massgen_mcp.server.tasks import TasksExtension
 
     host = ToolHost(app)
     mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
                   version=__version__, instructions=INSTRUCTIONS,
                   website_url="https://github.com/massgen-mcp/massgen-mcp",
-                  extensions=[TasksExtension(host)] if tasks else None)
+                  extensions=[*([TasksExtension(host)] if tasks else []), apps_extension()])
     register_run_tools(mcp, host)
     register_mode_tools(mcp, host)
     register_resources(mcp, app)

@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, ResourceLink, TextContent
 from pydantic import BaseModel, Field
 
 from massgen_mcp.coordination.result import AgentInfo, AnswerInfo, RunResult, WinnerInfo
+from massgen_mcp.server.apps import APP_URI
 
 # The text and the structured copy travel in one JSON-RPC message, with escaping on top.
 MAX_RESULT_BYTES = 700_000
@@ -100,6 +101,8 @@ class CompactRun(BaseModel):
     resource: str = Field(default="", description="The run's full record (MCP resource).")
     answer_resource: str = Field(default="", description="The whole final answer (MCP "
                                                          "resource, text/markdown).")
+    app_resource: str = Field(default="", description="The run viewer as an MCP App "
+                                                      "(ui:// resource), live while it runs.")
     log_dir: str = ""
     more: str = Field(default="", description="How to get every answer, usage and event.")
     # Only with get_run(detail=...):
@@ -153,6 +156,7 @@ def compact(result: RunResult, detail: Detail = "summary",
                    "changed": [f"{c.change} {c.path}" for c in ws.changed],
                    "applied": ws.applied, "skipped": ws.skipped} if ws else None,
         resource=uri, answer_resource=f"{uri}/answer", log_dir=result.log_dir,
+        app_resource=APP_URI,
         more=f"get_run(run_id, detail='answers'|'agents'|'events'|'all'), or the resources "
              f"{uri}, {uri}/events")
     if detail in ("answers", "all"):

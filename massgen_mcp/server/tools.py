@@ -22,6 +22,7 @@ from massgen_mcp.backends.availability import BackendsReport, backends_report
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.outcome import is_error, settle_wording
+from massgen_mcp.server.apps import APP_URI
 from massgen_mcp.server.host import ToolHost, tool_errors
 from massgen_mcp.server.result_size import (
     CLAUDE_CODE_INLINE_CHARS,
@@ -78,8 +79,10 @@ def _tool_result(result: RunResult, notes: tuple[str, ...] = (), detail: Detail 
     return out
 
 
-#: Lets Claude Code keep a run's result inline (its default is 50,000 characters).
-RUN_TOOL_META = {"anthropic/maxResultSizeChars": CLAUDE_CODE_INLINE_CHARS}
+#: Lets Claude Code keep a run's result inline (its default is 50,000 characters), and names
+#: the run viewer App (server/apps.py) for hosts that render MCP Apps.
+RUN_TOOL_META: dict[str, Any] = {"anthropic/maxResultSizeChars": CLAUDE_CODE_INLINE_CHARS,
+                                 "ui": {"resourceUri": APP_URI}}
 
 
 def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
@@ -207,6 +210,21 @@ def register_resources(mcp: MCPServer, app: App) -> None:
             raise ResourceNotFoundError(f"run {run_id} has no final answer (status "
                                         f"{result.status})")
         return result.final_answer
+
+    @mcp.resource("massgen://runs/{run_id}/view", name="run-view", mime_type="text/html",
+                  description="A run as the viewer shows it (an HTML fragment, every value "
+                              "escaped), for the run viewer App.")
+    def run_view(run_id: str) -> str:
+        from massgen_mcp.runs.view.model import load_run_view
+        from massgen_mcp.runs.view.page import run_main
+
+        try:
+            live = app.live_run(run_id)
+            view = load_run_view(app.state, run_id, live.snapshot() if live else None)
+        except MassgenError as e:
+            raise ResourceNotFoundError(str(e)) from None
+        state = "live" if view.live else "done"
+        return f'<div data-state="{state}">{run_main(view)}</div>'
 
     @mcp.resource("massgen://runs/{run_id}/events", name="run-events",
                   mime_type="application/x-ndjson",
