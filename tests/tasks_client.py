@@ -55,18 +55,23 @@ class UpdateTask(Request[UpdateParams, Literal["tasks/update"]]):
     name_param: ClassVar[str | None] = "taskId"
 
 
+async def _send(session: ClientSession, request: Request[Any, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = await session.send_request(request, ANY)  # type: ignore[type-var]
+    return result
+
+
 async def get_task(session: ClientSession, task_id: str) -> dict[str, Any]:
-    return await session.send_request(GetTask(params=TaskParams(task_id=task_id)), ANY)
+    return await _send(session, GetTask(params=TaskParams(task_id=task_id)))
 
 
 async def cancel_task(session: ClientSession, task_id: str) -> dict[str, Any]:
-    return await session.send_request(CancelTask(params=TaskParams(task_id=task_id)), ANY)
+    return await _send(session, CancelTask(params=TaskParams(task_id=task_id)))
 
 
 async def update_task(session: ClientSession, task_id: str,
                       responses: dict[str, Any]) -> dict[str, Any]:
-    return await session.send_request(
-        UpdateTask(params=UpdateParams(task_id=task_id, input_responses=responses)), ANY)
+    return await _send(session, UpdateTask(params=UpdateParams(task_id=task_id,
+                                                               input_responses=responses)))
 
 
 OnPoll = Callable[[ClientSession, CreateTaskResult, dict[str, Any]], Awaitable[None]]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from agents import has_answered, presenting
+from mcp.types import TextResourceContents
 from mcp_harness import memory_client, write_team
 from scripted_provider import Reply, ScriptedProvider, ScriptRequest, answer, vote
 from tiers import require
@@ -77,6 +78,7 @@ async def test_the_app_shows_the_run_live_escaped_and_offline(
         shell = await client.read_resource(APP_URI)
         content = shell.contents[0]
         assert content.mime_type == "text/html;profile=mcp-app"
+        assert isinstance(content, TextResourceContents)
         started = await client.call_tool("run_consensus", {"task": HOSTILE, "wait": False})
         assert started.structured_content["app_resource"] == APP_URI
 

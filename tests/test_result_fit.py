@@ -65,7 +65,7 @@ async def test_three_40kb_answers_give_a_result_under_20000_tokens(
         dumped = json.dumps(data)
         for tag in ("ALPHA", "BRAVO", "CHARLIE"):
             assert tag not in dumped  # the other answers are not in the default result
-        text = r.content[0].text
+        text = r.content[0].text  # type: ignore[union-attr]
         assert "Winner: b (f-b) with 3/3 votes" in text
         assert "FINAL:" not in text and len(text) < 1_000
         meta = listed["run_consensus"].meta or {}
@@ -113,7 +113,7 @@ async def test_get_run_detail_is_checked(provider: ScriptedProvider, tmp_path: P
         r = await client.call_tool("get_run", {"run_id": "run_20261130T183300Z_a1b2c3",
                                                "detail": "everything"})
         assert r.is_error
-        assert "detail" in r.content[0].text
+        assert "detail" in r.content[0].text  # type: ignore[union-attr]
 
 
 def test_claude_code_shows_the_decision_and_the_final_answer_inline(
