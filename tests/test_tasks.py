@@ -234,3 +234,25 @@ def test_tasks_outlive_their_client_and_a_restart(provider: ScriptedProvider,
     assert "interrupted" in task["statusMessage"]
     best = task["error"]["data"]["result"]["structuredContent"]
     assert best["status"] == "interrupted" and best["final_answer"] == "Kafka, so far"
+
+
+async def test_a_plan_over_stdio_is_a_task_too(provider: ScriptedProvider,
+                                               tmp_path: Path) -> None:
+    """`plan` through the real `massgen-mcp` process on the 2026-07-28 wire (stdio)."""
+    from mcp_harness import stdio_params
+    from test_modes import GOOD, planner
+
+    for model in ("pl-a", "pl-b"):
+        provider.script(model, planner(GOOD))
+    path = write_team(tmp_path / "team.yaml", provider,
+                      [("a", "openai", "pl-a"), ("b", "openai", "pl-b")])
+    env = {"MASSGEN_MCP_KEY_FILE": str(tmp_path / "keys" / "plan.key")}
+    tasks = TasksClient()
+    async with Client(stdio_params(tmp_path, "--team", str(path), env=env), mode=MODERN,
+                      extensions=[tasks]) as c:
+        r = await c.call_tool("plan", {"goal": "Add a job queue", "depth": "shallow"})
+    assert tasks.created and tasks.polls[-1]["status"] == "completed"
+    assert not r.is_error, r.content
+    data = r.structured_content
+    assert data is not None and data["status"] == "completed" and data["plan_id"]
+    assert [t["id"] for t in data["plan"]["tasks"]] == [t["id"] for t in GOOD["tasks"]]
