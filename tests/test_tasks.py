@@ -242,6 +242,8 @@ async def test_a_plan_over_stdio_is_a_task_too(provider: ScriptedProvider,
     from mcp_harness import stdio_params
     from test_modes import GOOD, planner
 
+    expected = [t["id"] for t in GOOD["tasks"]]  # type: ignore[index]
+
     for model in ("pl-a", "pl-b"):
         provider.script(model, planner(GOOD))
     path = write_team(tmp_path / "team.yaml", provider,
@@ -255,4 +257,4 @@ async def test_a_plan_over_stdio_is_a_task_too(provider: ScriptedProvider,
     assert not r.is_error, r.content
     data = r.structured_content
     assert data is not None and data["status"] == "completed" and data["plan_id"]
-    assert [t["id"] for t in data["plan"]["tasks"]] == [t["id"] for t in GOOD["tasks"]]
+    assert [t["id"] for t in data["plan"]["tasks"]] == expected
