@@ -113,7 +113,10 @@ class App:
 
         source = resolve_team_argument(name, self.team_policy, self.cwd)
         if source.path is None:  # bundled, or the operator's own --team value
-            return await anyio.to_thread.run_sync(lambda: load_team(source.name, self.env))
+            bundled = await anyio.to_thread.run_sync(lambda: load_team(source.name, self.env))
+            if not source.operator:  # a bundled team of CLIs (`clis`) runs on the user's
+                self._check_cli_agents(bundled, f"team '{name}'")  # logins: the operator's call
+            return bundled
         path = source.path
         data = await read_yaml_async(path, regular_only=True)
         if source.restricted:
@@ -131,9 +134,9 @@ class App:
         cli = [a.id for a in team.agents if a.provider.wire in CLI_WIRES]
         if cli and not self.allow_cli_agents:
             raise InputError(
-                f"{where}: {', '.join(cli)} would start a coding-agent CLI, which a tool call "
-                "may only do through a bundled team, the server's --team or a --team-dir "
-                "file; start the server with --allow-cli-agents to allow it")
+                f"{where}: {', '.join(cli)} would start a coding-agent CLI (on the user's own "
+                "login), which a tool call may only do through the server's --team or a "
+                "--team-dir file; start the server with --allow-cli-agents to allow it")
 
     def context_for(self, context: str | None, files: list[str] | None,
                     trusted: bool = False) -> str | None:

@@ -20,6 +20,7 @@ from massgen_mcp.config.load import load_team_file
 from massgen_mcp.config.team import VOTING_SENSITIVITY
 from massgen_mcp.errors import ConfigError, MissingKeyError
 from massgen_mcp.messages import user
+from massgen_mcp.runs.engine import Engine
 
 KEYS = {"OPENAI_API_KEY": "k-openai", "ANTHROPIC_API_KEY": "k-anthropic",
         "GEMINI_API_KEY": "k-gemini", "GROQ_API_KEY": "k-groq", "NGC_API_KEY": "k-ngc",
@@ -74,6 +75,32 @@ async def test_top_k_and_chat_template_kwargs_pass_through_vllm(
     await backend.aclose()
     raw = provider.requests_for("qwen-local")[0].raw
     assert raw["top_k"] == 20 and raw["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+async def test_extra_body_is_sent_by_openai_compatible_backends(
+        tmp_path: Path, provider: ScriptedProvider) -> None:
+    team = _load(tmp_path, f"""
+        agents:
+          - id: sg
+            backend:
+              type: sglang
+              model: sg-local
+              base_url: {provider.openai_base_url}
+              extra_body: {{repetition_penalty: 1.1, separate_reasoning: true,
+                           model: not-this-one}}
+          - id: claude
+            backend: {{type: claude, model: claude-x, extra_body: {{a: 1}}}}
+        """, env={"ANTHROPIC_API_KEY": "k"})
+    # Sent on the OpenAI-compatible backend; still named as lost on Anthropic's.
+    (warning,) = team.warnings
+    assert "agents[1].backend.extra_body" in warning and "agents[0]" not in warning
+    provider.script("sg-local", Text("ok"))
+    backend = create_backend(team.agents[0])
+    await backend.turn([user("hi")], [])
+    await backend.aclose()
+    raw = provider.requests_for("sg-local")[0].raw
+    assert raw["repetition_penalty"] == 1.1 and raw["separate_reasoning"] is True
+    assert raw["model"] == "sg-local"  # the request's own fields are not replaced
 
 
 @pytest.mark.parametrize("level", sorted(VOTING_SENSITIVITY))
@@ -220,17 +247,18 @@ def test_one_warning_per_file_names_keys_and_losses(
     assert [r.getMessage() for r in records] == [warning]
     assert warning.startswith("team.yaml: accepted but not honoured: ")
     for part in ("agents[0].backend.custom_tools: agents do not get MassGen's custom tools",
-                 "agents[0].backend.enable_mcp_command_line, agents[0].backend."
-                 "command_line_execution_mode: agents cannot run shell commands",
                  "orchestrator.snapshot_storage, orchestrator.agent_temporary_workspace: "
                  "agents share no workspace snapshots",
                  "voting_sensitivity 'checklist_gated' runs as 'strict'",
-                 "orchestrator.context_paths[0]: write permission is served read-only",
                  "timeout_settings: round timeouts are not applied",
                  "agents[0].backend.enable_web_search: agents will have no web search "
                  "(not available on type groq)"):
         assert part in warning, part
     assert "ui" not in warning.split(": ", 1)[1].split()  # display settings: no word
+    # The command line is honoured (sandboxed shell, tools/shell.py), and with it the
+    # winner's changes to writable context paths are written back.
+    assert "command_line" not in warning and "shell" not in warning
+    assert "context_paths[0]" not in warning
     assert "agents[1].backend.enable_web_search" not in warning  # honoured on openai
     assert team.orchestrator.orchestrator_timeout_seconds == 900
     assert team.agents[1].system_message == "Be concise."
@@ -275,3 +303,41 @@ def test_the_cli_prints_the_warning_once_on_stderr(provider: ScriptedProvider,
     assert done.stderr.count("accepted but not honoured") == 1
     assert "agents[0].backend.enable_image_generation: agents cannot generate images" \
         in done.stderr
+
+
+async def test_an_unset_variable_fails_only_the_agent_or_server_that_needs_it(
+        tmp_path: Path, provider: ScriptedProvider) -> None:
+    """As in MassGen: the agent whose key is unset is dropped (the run is `degraded` and says
+    why), the MCP server whose variable is unset is not started, the rest runs."""
+    team = _load(tmp_path, f"""
+        agents:
+          - id: a
+            backend:
+              type: chatcompletion
+              model: m1
+              base_url: {provider.openai_base_url}
+              api_key: k
+              mcp_servers:
+                - {{name: needs_token, command: sh, args: [-c, "exit 1"],
+                   env: {{TOKEN: "${{UNSET_SERVER_TOKEN}}"}}}}
+          - id: b
+            backend: {{type: chatcompletion, model: m2, base_url: {provider.openai_base_url},
+                      api_key: k}}
+          - id: c
+            backend: {{type: chatcompletion, model: m3, base_url: {provider.openai_base_url},
+                      api_key: "${{UNSET_AGENT_KEY}}"}}
+        """, env={})
+    assert [a.unavailable is None for a in team.agents] == [True, True, False]
+    assert team.agents[0].backend.servers() == []
+    assert any("mcp_servers[0]" in w and "UNSET_SERVER_TOKEN" in w and "not started" in w
+               for w in team.warnings), team.warnings
+    provider.script("m1", answer_then_vote("answer a", "agent1"))
+    provider.script("m2", answer_then_vote("answer b", "agent1"))
+    result = await Engine(tmp_path / ".massgen", Environment({})).run(team, "Q?")
+    assert result.status == "degraded", result.error
+    assert "UNSET_AGENT_KEY" in str(result.error) and "c" in str(result.error)
+    dropped = {a.agent_id: a.error for a in result.agents}
+    assert "agents[2].backend.api_key: environment variable UNSET_AGENT_KEY is not set" in str(
+        dropped["c"])
+    assert dropped["a"] is None and dropped["b"] is None
+    assert any("UNSET_SERVER_TOKEN" in n for n in result.notes)

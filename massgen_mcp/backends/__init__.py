@@ -42,6 +42,9 @@ class Backend(Protocol):
 class AgentWorkspaces(Protocol):
     """The run's agent workspaces, as a coding-agent backend uses them (runs/workspace.py)."""
 
+    #: The run's directory (a long-lived CLI may read its whole `snapshots/`).
+    run_dir: Path
+
     def dir_for(self, agent_id: str, name: str | None = None) -> Path: ...
 
     def snapshots_in(self, text: str) -> list[tuple[str, Path]]: ...
@@ -77,11 +80,16 @@ _REGISTRY: dict[str, str] = {
     "claude_code": "massgen_mcp.backends.cli.claude_code:ClaudeCodeBackend",
     "codex": "massgen_mcp.backends.cli.codex:CodexBackend",
     "gemini_cli": "massgen_mcp.backends.cli.gemini_cli:GeminiCliBackend",
+    "copilot": "massgen_mcp.backends.cli.copilot:CopilotBackend",
 }
 
 
 def create_backend(spec: AgentSpec, context: BackendContext | None = None) -> Backend:
     """Build the backend for one agent; every backend class takes `(spec, context)`."""
+    if spec.unavailable:  # e.g. an unset ${VAR} of this agent (config/load.py)
+        from massgen_mcp.errors import ConfigError
+
+        raise ConfigError(spec.unavailable)
     module_name, _, cls_name = _REGISTRY[spec.provider.wire].partition(":")
     cls = getattr(importlib.import_module(module_name), cls_name)
     backend: Backend = cls(spec, context or BackendContext())

@@ -77,7 +77,7 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
 
 async def backends_report(env: Environment, default_team: str | None = None, *,
                           sampling_available: bool = False,
-                          show_hint: bool = False) -> BackendsReport:
+                          show_hint: bool = False, ask_clis: bool = False) -> BackendsReport:
     """Every provider's state, and the team a call without models/team would run on."""
     local = await local_models(env)
     error = None
@@ -92,5 +92,5 @@ async def backends_report(env: Environment, default_team: str | None = None, *,
                           default_team=default, default_team_error=error,
                           bundled_teams=bundled_team_names(),
                           sampling_available=sampling_available,
-                          coding_agents=await cli_statuses(env),
+                          coding_agents=await cli_statuses(env, ask=ask_clis),
                           prices=price_table(), prices_as_of=PRICES_AS_OF)

@@ -109,7 +109,14 @@ class OpenAIChatBackend:
         if self.provider != "azure_openai":  # vLLM/SGLang-style extra sampling fields
             extra = {"top_k": b.top_k, "chat_template_kwargs": b.chat_template_kwargs}
             params.update({k: v for k, v in extra.items() if v is not None})
+        body = (b.model_extra or {}).get("extra_body")
+        if isinstance(body, dict):  # MassGen's extra_body (sglang, vLLM): sent as given,
+            # except for the fields this request is made of
+            params.update({k: v for k, v in body.items() if k not in _OWN_FIELDS})
         return params
+
+
+_OWN_FIELDS = frozenset({"model", "messages", "tools", "tool_choice", "stream"})
 
 
 def _read_reply(response: Any) -> Turn:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from massgen_mcp.backends.availability import backends_report
-from massgen_mcp.backends.cli.availability import print_coding_agents
+from massgen_mcp.backends.cli.availability import no_key_hint, print_coding_agents
 from massgen_mcp.config.env import Environment
 
 
@@ -25,7 +25,7 @@ def doctor_main(args: argparse.Namespace) -> int:
     regs = find_registrations(project)
 
     async def check() -> tuple[Any, list[Any]]:
-        report = await backends_report(env, show_hint=True)
+        report = await backends_report(env, show_hint=True, ask_clis=True)
         results: list[Any] = [None] * len(regs)
 
         async def one(i: int) -> None:
@@ -60,6 +60,9 @@ def doctor_main(args: argparse.Namespace) -> int:
                       else "no key")
         print(f"  {mark}{p.provider:<13} {detail}{'' if p.usable else '  → ' + p.fix}", file=out)
     print_coding_agents(report.coding_agents, out)
+    hint = no_key_hint(any(p.key_present for p in report.providers), report.coding_agents)
+    if hint:
+        print(f"  → {hint}", file=out)
     print(f"\nDefault team: {report.default_team}", file=out)
     if report.default_team_error:
         print(f"  {report.default_team_error}", file=out)

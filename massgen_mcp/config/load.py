@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,49 @@ def _expand(data: dict[str, Any], env: Environment, problems: list[str]) -> dict
     return expand_team_vars(data, env, placeholders=_cwd_placeholders, errors=problems)
 
 
+_AGENT_PATH = re.compile(r"^agents\[(\d+)\]\.backend\.(?:mcp_servers(?:\[(\d+)\]|\.([^.\[]+)))?")
+
+
+def _isolate_unset(data: dict[str, Any], problems: list[str]
+                   ) -> tuple[dict[str, Any], dict[int, list[str]], list[str]]:
+    """An unset ${VAR} fails only what needs it, as in MassGen: an MCP server using one is
+    left out (and said so), an agent using one elsewhere cannot run (the others do). Returns
+    the data without those servers, {agent index: its problems}, and the servers' notes;
+    problems that belong to no agent stay in `problems`."""
+    failed: dict[int, list[str]] = {}
+    servers: dict[int, set[str]] = {}
+    notes: list[str] = []
+    rest = []
+    for problem in problems:
+        m = _AGENT_PATH.match(problem)
+        if m is None:
+            rest.append(problem)
+            continue
+        agent = int(m.group(1))
+        server = m.group(2) if m.group(2) is not None else m.group(3)
+        if server is not None:
+            servers.setdefault(agent, set()).add(server)
+            notes.append(f"{problem.split(': environment', 1)[0]}: not started "
+                         f"({problem.split(': ', 1)[1].split(';', 1)[0]})")
+        else:
+            failed.setdefault(agent, []).append(problem)
+    problems[:] = rest
+    if servers:
+        agents = list(data.get("agents") or [])
+        for i, names in servers.items():
+            backend = dict(agents[i]["backend"])
+            configured = backend.get("mcp_servers")
+            if isinstance(configured, list):
+                backend["mcp_servers"] = [s for j, s in enumerate(configured)
+                                          if str(j) not in names]
+            elif isinstance(configured, dict):
+                backend["mcp_servers"] = {k: v for k, v in configured.items()
+                                          if k not in names}
+            agents[i] = {**agents[i], "backend": backend}
+        data = {**data, "agents": agents}
+    return data, failed, notes
+
+
 def team_from_data(
     data: Any, where: str, env: Environment | None = None, name: str | None = None
 ) -> Team:
@@ -122,16 +166,24 @@ def team_from_data(
         raise ConfigError(f"{where}: expected a mapping with an 'agents' list at the top level")
     problems: list[str] = []
     data = _expand(_massgen_shape(data), env, problems)
+    data, unset, server_notes = _isolate_unset(data, problems)
+    # A file that is refused anyway names these too (every problem at once).
+    unset_lines = [f"{where}: {p}" for i in sorted(unset) for p in unset[i]]
     problems = [f"{where}: {p}" for p in problems]
     problems += [f"{where}: {p}" for p in near_misses(data)]
     try:
         team = TeamConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError("\n".join(
-            [*problems, *format_validation_error(e, where).splitlines()])) from None
+            [*problems, *unset_lines, *format_validation_error(e, where).splitlines()])) from None
     agents: list[AgentSpec] = []
     missing: list[MissingKeyError] = []
     for i, a in enumerate(team.agents):
+        if i in unset:  # it cannot run; the run goes on without it and says why
+            agents.append(AgentSpec(a.id, PROVIDERS[a.backend.type], a.backend.model or "?",
+                                    a.backend, None, None,
+                                    unavailable=f"{where}: " + "; ".join(unset[i])))
+            continue
         try:
             agents.append(_resolve_agent(a, i, env, where))
         except MissingKeyError as e:
@@ -142,15 +194,16 @@ def team_from_data(
         missing[0].args = ("\n".join(str(m) for m in missing),)
         raise missing[0]
     if problems or missing:
-        raise ConfigError("\n".join([*problems, *(str(m) for m in missing)]))
+        raise ConfigError("\n".join([*problems, *unset_lines, *(str(m) for m in missing)]))
     lost = unhonoured(data)
     for i, spec in enumerate(agents):
         for what, paths in native_losses(spec.provider.name, spec.provider.wire, spec.backend,
                                          f"agents[{i}].backend").items():
             lost.setdefault(what, []).extend(paths)
     warning = team_warning(where, lost)
+    warnings = ((warning,) if warning else ()) + tuple(f"{where}: {n}" for n in server_notes)
     return Team(name or team.name or Path(where).stem, tuple(agents), team.orchestrator, where,
-                (warning,) if warning else ())
+                warnings)
 
 
 def load_team_file(path: str | Path, env: Environment | None = None) -> Team:

@@ -17,7 +17,6 @@ from pydantic import BaseModel
 
 from massgen_mcp.config.team import VOTING_SENSITIVITY, TeamConfig
 
-_SHELL = "agents cannot run shell commands"
 _CUSTOM = "agents do not get MassGen's custom tools"
 _MEDIA = "agents cannot generate images, audio or video"
 _WORKSPACE = "agents share no workspace snapshots"
@@ -29,8 +28,6 @@ LOSSES: dict[str, str] = {
     "custom_tools": _CUSTOM, "auto_discover_custom_tools": _CUSTOM,
     "exclude_custom_tools": _CUSTOM, "shared_tools_directory": _CUSTOM,
     "enable_code_based_tools": _CUSTOM, "direct_mcp_servers": _CUSTOM,
-    "enable_mcp_command_line": _SHELL, "command_line_execution_mode": _SHELL,
-    "command_line_allowed_commands": _SHELL, "command_line_blocked_commands": _SHELL,
     "exclude_file_operation_mcps": "nothing (there are no file-operation MCP servers here)",
     "enable_image_generation": _MEDIA, "enable_audio_generation": _MEDIA,
     "enable_video_generation": _MEDIA, "enable_file_generation": "agents cannot create files",
@@ -54,16 +51,24 @@ LOSSES: dict[str, str] = {
     "tool_search_variant": "all tools are offered at once (no tool search)",
     "betas": "the provider beta headers are not sent",
 }
-_PREFIX_LOSSES = {"command_line_": _SHELL, "debug_": "nothing (a MassGen debugging aid)"}
+_PREFIX_LOSSES = {
+    "command_line_": "nothing (commands run in the bubblewrap sandbox, not Docker)",
+    "debug_": "nothing (a MassGen debugging aid)"}
 _GENERIC = "ignored (not implemented by massgen-mcp)"
 # Keys we read (for `${cwd}`) without giving the team what MassGen does with them.
 PARTLY = frozenset({"cwd"})
 # The coding-agent CLI types and the keys their backends honour (backends/cli/_options.py).
-CLI_TYPES = frozenset({"claude_code", "codex", "gemini_cli"})
+CLI_TYPES = frozenset({"claude_code", "codex", "gemini_cli", "copilot"})
 CLI_KEYS = frozenset({
     "command", "cwd", "system_prompt", "append_system_prompt", "disallowed_tools",
-    "permission_mode", "max_turns", "sandbox_mode", "approval_policy", "env",
+    "permission_mode", "max_turns", "sandbox_mode", "approval_policy", "env", "provider_type",
     "max_thinking_tokens"})
+# MassGen's command-line tool keys, honoured on any backend (tools/shell.py; a CLI agent has
+# its own shell and ignores them).
+SHELL_KEYS = frozenset({
+    "enable_mcp_command_line", "command_line_execution_mode", "command_line_allowed_commands",
+    "command_line_blocked_commands", "command_line_docker_network_mode",
+    "command_line_timeout"})
 # Sections MassGen uses only for its own terminal display: dropped without a word.
 COSMETIC = ("ui", "logging", "display")
 
@@ -149,18 +154,47 @@ def unhonoured(data: Any) -> dict[str, list[str]]:
         out.setdefault(f"voting_sensitivity '{level}' runs as '{mapped}'", []).append(
             "orchestrator.voting_sensitivity")
     cli = _cli_backends(data)
-    for what in list(out):  # a coding-agent CLI backend honours its own keys
-        out[what] = [p for p in out[what] if p.rsplit(".", 1)[0] not in cli
-                     or p.rsplit(".", 1)[1] not in CLI_KEYS]
+    sent = _chat_backends(data)  # extra_body is sent by the OpenAI-compatible backend
+    for what in list(out):
+        out[what] = [p for p in out[what]
+                     if not (p.endswith(".extra_body") and p.rsplit(".", 1)[0] in sent)]
+        # a coding-agent CLI backend honours its own keys; any backend the shell keys
+        out[what] = [p for p in out[what] if (p.rsplit(".", 1)[0] not in cli
+                     or p.rsplit(".", 1)[1] not in CLI_KEYS) and not (
+                         p.rsplit(".", 1)[0].endswith(".backend")
+                         and p.rsplit(".", 1)[1] in SHELL_KEYS)]
         if not out[what]:
             del out[what]
     for i, entry in enumerate(orch.get("context_paths") or []):
-        if cli:
+        if cli or _shell_backends(data):
             break  # the winning coding agent's changes are written back (runs/workspace.py)
         if isinstance(entry, dict) and entry.get("permission") == "write":
             out.setdefault("write permission is served read-only: agents can read but not "
                            "change these paths", []).append(f"orchestrator.context_paths[{i}]")
     return out
+
+
+def _chat_backends(data: Any) -> set[str]:
+    """Paths of the backends that speak OpenAI Chat Completions (backends/openai_chat.py)."""
+    from massgen_mcp.config.providers import PROVIDERS
+
+    agents = data.get("agents") if isinstance(data.get("agents"), list) else []
+    out = set()
+    for i, a in enumerate(agents):
+        kind = a.get("backend", {}).get("type") if isinstance(a, dict) and isinstance(
+            a.get("backend"), dict) else None
+        p = PROVIDERS.get(str(kind).lower()) if kind else None
+        if p is not None and p.wire == "openai_chat":
+            out.add(f"agents[{i}].backend")
+    return out
+
+
+def _shell_backends(data: Any) -> set[str]:
+    """Paths of the backends with MassGen's command-line tool on (tools/shell.py)."""
+    agents = data.get("agents") if isinstance(data.get("agents"), list) else []
+    return {f"agents[{i}].backend" for i, a in enumerate(agents)
+            if isinstance(a, dict) and isinstance(a.get("backend"), dict)
+            and a["backend"].get("enable_mcp_command_line") is True}
 
 
 def _cli_backends(data: Any) -> set[str]:

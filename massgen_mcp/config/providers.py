@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function",
-               "test", "claude_code", "codex", "gemini_cli"]
+               "test", "claude_code", "codex", "gemini_cli", "copilot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +85,8 @@ PROVIDERS: dict[str, Provider] = {
                  signup="https://github.com/openai/codex"),
         Provider("gemini_cli", "gemini_cli", default_model="default",
                  signup="https://github.com/google-gemini/gemini-cli"),
+        Provider("copilot", "copilot", default_model="default",
+                 signup="https://github.com/features/copilot/cli"),
     ]
 }
 
@@ -107,7 +109,6 @@ ALIASES: dict[str, str] = {
 
 # MassGen backend types that this project does not implement (yet).
 UNSUPPORTED: dict[str, str] = {
-    "copilot": "it drives GitHub Copilot; use an API backend instead",
     "ag2": "AG2 agents are not supported; use an API backend",
     "antigravity_cli": "it drives Google's Antigravity CLI (agy); use type: gemini with a "
                        "GEMINI_API_KEY",

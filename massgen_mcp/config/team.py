@@ -281,6 +281,9 @@ class AgentSpec:
     api_key: SecretStr | None
     base_url: str | None
     system_message: str | None = None
+    # Why this agent cannot run (an unset ${VAR} it needs): its backend fails with this, the
+    # others run, and the run says `degraded` and why (as MassGen fails only that agent).
+    unavailable: str | None = None
 
     @property
     def label(self) -> str:

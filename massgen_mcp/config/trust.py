@@ -15,7 +15,7 @@ Even then such a file may not start processes (`mcp_servers`), read files
 unless the operator chose `--allow-team-path=full`.
 
 `${VAR}` expands only in fields that hold secrets or endpoints (a backend's `api_key`,
-`base_url`, `api_version`, and its `mcp_servers`), never in prompts such as
+`base_url`, `api_version`, its `mcp_servers` and a CLI agent's `env`), never in prompts such as
 `system_message`, which are sent to a model.
 """
 
@@ -38,7 +38,7 @@ _REDIRECTING = ("base_url", "api_base", "azure_endpoint", "endpoint", "api_key",
                 "default_headers", "extra_headers", "http_headers")
 _PROCESSES = ("mcp_servers", "custom_tools", "command", "cwd")
 # Backend fields where `${VAR}` is expanded (the whole value, for mcp_servers).
-_EXPANDED = ("api_key", "base_url", "api_version", "mcp_servers")
+_EXPANDED = ("api_key", "base_url", "api_version", "mcp_servers", "env")  # env: a CLI agent's
 
 
 @dataclass(frozen=True)

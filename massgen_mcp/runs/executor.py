@@ -77,7 +77,7 @@ class Executor:
             async with anyio.create_task_group() as writer:
                 writer.start_soon(live.write_status)
                 async with AsyncExitStack() as stack:
-                    toolboxes = await self._toolboxes(stack, team, live)
+                    toolboxes = await self._toolboxes(stack, team, live, workspaces)
                     orch = Orchestrator(
                         team, backends, task, run_id=live.run_id, log_dir=str(live.record.dir),
                         context=context, answer_format=answer_format, toolboxes=toolboxes,
@@ -112,7 +112,8 @@ class Executor:
         await self.pool.release(backends)
         return result
 
-    async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun) -> dict[str, Any]:
+    async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun,
+                         workspaces: Any = None) -> dict[str, Any]:
         boxes = await self._mcp_toolboxes(stack, team, live)
         if team.orchestrator.context_paths:  # read-only file tools, served in-process
             from massgen_mcp.tools.files import with_file_tools
@@ -121,7 +122,9 @@ class Executor:
             boxes = with_file_tools(boxes, [a.id for a in team.agents
                                             if a.provider.wire not in CLI_WIRES],
                                     team.orchestrator.context_paths)
-        return boxes
+        from massgen_mcp.tools.shell import with_shell_tools
+
+        return with_shell_tools(boxes, team, workspaces)  # enable_mcp_command_line
 
     async def _mcp_toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun
                              ) -> dict[str, Any]:

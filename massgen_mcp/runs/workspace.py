@@ -294,8 +294,11 @@ def _text(path: Path | None) -> list[str] | None:
 
 
 def workspaces_for(team: Team, run_dir: Path, cli_wires: frozenset[str]) -> Workspaces | None:
-    """The run's workspaces when a coding agent is on the team (None otherwise)."""
-    if not any(a.provider.wire in cli_wires for a in team.agents):
+    """The run's workspaces when a coding agent, or an API agent with the command-line tool
+    (`tools/shell.py`), is on the team (None otherwise)."""
+    from massgen_mcp.tools.shell import shell_enabled
+
+    if not any(a.provider.wire in cli_wires or shell_enabled(a.backend) for a in team.agents):
         return None
     ws = Workspaces(run_dir, context_paths(team))
     ws.prepare()

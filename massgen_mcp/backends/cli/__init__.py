@@ -6,4 +6,4 @@ through a small MCP server massgen-mcp runs for it (`massgen_mcp.tools.workflow_
 
 from __future__ import annotations
 
-CLI_WIRES = frozenset({"claude_code", "codex", "gemini_cli"})
+CLI_WIRES = frozenset({"claude_code", "codex", "gemini_cli", "copilot"})

@@ -28,6 +28,7 @@ from massgen_mcp.backends._common import redact
 from massgen_mcp.backends.cli._bridge import CallBridge, workflow_server_argv
 from massgen_mcp.backends.cli._options import CliOptions
 from massgen_mcp.backends.cli._process import CliProcess, base_env, find_command
+from massgen_mcp.backends.cli.keys import ENDPOINT_VARS, KEY_VARS, env_key, passed_env
 from massgen_mcp.errors import PermanentBackendError, TransientBackendError
 from massgen_mcp.messages import WORKFLOW_TOOLS, Message, ToolCall, ToolSpec, Turn, Usage
 
@@ -119,9 +120,7 @@ class CliBackend:
         prompt, system_text = self._prompt(messages)
         self.root.mkdir(parents=True, exist_ok=True)
         tools_file = self.root / "workflow-tools.json"
-        tools_file.write_text(json.dumps([
-            {"name": t.name, "description": t.description, "parameters": t.parameters}
-            for t in offered]), encoding="utf-8")
+        tools_file.write_text(json.dumps(self.tool_listing(offered)), encoding="utf-8")
         names = {t.name for t in offered}
         calls: list[ToolCall] = []
 
@@ -169,6 +168,11 @@ class CliBackend:
         """A fix for a known failure (not logged in, ...), or None."""
         return None
 
+    def tool_listing(self, offered: list[ToolSpec]) -> list[dict[str, Any]]:
+        """The workflow tools the CLI's MCP server lists this turn."""
+        return [{"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in offered]
+
     # ------------------------------------------------------------------ helpers
 
     def mcp_servers(self, tools_file: Path) -> dict[str, Any]:
@@ -184,10 +188,25 @@ class CliBackend:
                                    **({"headers": dict(s.headers)} if s.headers else {})}
         return servers
 
+    def api_key(self) -> str | None:
+        """The key this CLI is given: the team file's `api_key`, else one from the server's
+        environment (or `.env`) under a variable the CLI reads (see `keys.py`)."""
+        if self._spec.api_key is not None:
+            return self._spec.api_key.get_secret_value()
+        found = env_key(self.provider, self._env)
+        return found[1] if found else None
+
     def child_env(self, **extra: str) -> dict[str, str]:
-        """The CLI's environment: PATH and locale from the server, its own HOME when it is
-        pointed at an endpoint (else the user's, for their login), the team file's `env`."""
+        """The CLI's environment: PATH and locale from the server, the provider key and
+        endpoint variables it reads (unless the team file gives its own), its own HOME when
+        it is pointed at an endpoint (else the user's, for their login), the file's `env`."""
         env = base_env(self._env)
+        passed = passed_env(self.provider, self._env)
+        if self._spec.api_key is not None:
+            passed = {k: v for k, v in passed.items() if k not in KEY_VARS[self.provider]}
+        if self._spec.base_url:
+            passed = {k: v for k, v in passed.items() if k not in ENDPOINT_VARS[self.provider]}
+        env.update(passed)
         if self.endpoint_mode or "HOME" not in self._env:
             home = self.root / "home"
             home.mkdir(parents=True, exist_ok=True)

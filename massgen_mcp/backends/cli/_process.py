@@ -61,12 +61,15 @@ class CliProcess:
 
     @classmethod
     async def start(cls, argv: list[str], *, cwd: Path, env: dict[str, str],
-                    stderr_path: Path, stdin_path: Path | None = None) -> CliProcess:
-        """Start it; stdin is `stdin_path` (a long prompt) or /dev/null, never a pipe."""
+                    stderr_path: Path, stdin_path: Path | None = None,
+                    stdin_pipe: bool = False) -> CliProcess:
+        """Start it; stdin is `stdin_path` (a long prompt) or /dev/null, or a pipe for a CLI
+        that reads its turns as JSON lines (`stdin_pipe`; see `send`)."""
         stderr_path.parent.mkdir(parents=True, exist_ok=True)
         with open(stderr_path, "ab") as err, open(stdin_path or os.devnull, "rb") as stdin:
             proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=str(cwd), env=env, stdin=stdin,
+                *argv, cwd=str(cwd), env=env,
+                stdin=asyncio.subprocess.PIPE if stdin_pipe else stdin,
                 stdout=asyncio.subprocess.PIPE, stderr=err, start_new_session=True,
                 preexec_fn=_die_with_parent, limit=16 * 1024 * 1024)
         return cls(proc, stderr_path)
@@ -96,6 +99,17 @@ class CliProcess:
     async def wait(self) -> int:
         return await self._proc.wait()
 
+    async def send(self, obj: dict[str, Any]) -> None:
+        """Write one JSON line to the CLI's stdin (started with `stdin_pipe`); OSError when it
+        is gone."""
+        if self._proc.stdin is None:
+            raise OSError("stdin is not a pipe")
+        self._proc.stdin.write((json.dumps(obj) + "\n").encode("utf-8"))
+        try:
+            await self._proc.stdin.drain()
+        except (ConnectionError, RuntimeError) as e:
+            raise OSError(str(e)) from None
+
     def stderr_tail(self, limit: int = 600) -> str:
         try:
             data = self.stderr_path.read_bytes()[-limit:]
@@ -118,11 +132,13 @@ class CliProcess:
                 await asyncio.wait_for(self._proc.wait(), KILL_GRACE_SECONDS)
 
 
-async def cli_version(executable: str, env: Mapping[str, str], timeout: float = 15.0) -> str:
-    """What `CLI --version` prints (first line), or raises OSError / TimeoutError."""
+async def run_cli(argv: list[str], env: Mapping[str, str],
+                  timeout: float = 15.0) -> tuple[int, str]:
+    """Run a short CLI command (``--version``, ``auth status``): exit code and output
+    (stdout and stderr together); raises OSError / TimeoutError. Its group is killed on
+    timeout or cancellation."""
     proc = await asyncio.create_subprocess_exec(
-        executable, "--version", env=base_env(env) | {"HOME": env.get("HOME", "/tmp")},
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        *argv, env=dict(env), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True)
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
@@ -131,5 +147,11 @@ async def cli_version(executable: str, env: Mapping[str, str], timeout: float = 
             os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
         raise
-    text = out.decode("utf-8", errors="replace").strip()
+    return proc.returncode or 0, out.decode("utf-8", errors="replace").strip()
+
+
+async def cli_version(executable: str, env: Mapping[str, str], timeout: float = 15.0) -> str:
+    """What `CLI --version` prints (first line), or raises OSError / TimeoutError."""
+    _, text = await run_cli([executable, "--version"],
+                            base_env(env) | {"HOME": env.get("HOME", "/tmp")}, timeout)
     return text.splitlines()[0] if text else ""

@@ -3,7 +3,9 @@
 Shared by `list_backends` and `massgen-mcp doctor`. A version is read from the npm package
 the executable belongs to when there is one (instant), else from ``CLI --version`` (Gemini
 CLI takes seconds to start, so results are cached per executable and modification time).
-Login state is only looked up as files present/absent; nothing is read from them.
+Login state is what the CLI itself says where it can tell (``claude auth status --json``,
+``codex login status``), else login files present/absent (nothing is read from them), and a
+key variable the CLI reads (`keys.py`; only its name is reported).
 """
 
 from __future__ import annotations
@@ -17,18 +19,21 @@ from typing import TextIO
 import anyio
 from pydantic import BaseModel, Field
 
-from massgen_mcp.backends.cli._process import cli_version, find_command
+from massgen_mcp.backends.cli._process import base_env, cli_version, find_command, run_cli
+from massgen_mcp.backends.cli.keys import env_key, passed_env
 
-# type -> (command, npm package, login files under HOME, key variables, how to log in)
-CLIS: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...], str]] = {
-    "claude_code": ("claude", "@anthropic-ai/claude-code", (".claude/.credentials.json",
-                                                            ".claude.json"),
-                    ("ANTHROPIC_API_KEY",), "run `claude` and /login"),
-    "codex": ("codex", "@openai/codex", (".codex/auth.json",), ("OPENAI_API_KEY",),
-              "run `codex login`"),
-    "gemini_cli": ("gemini", "@google/gemini-cli", (".gemini/oauth_creds.json",
-                                                    ".gemini/settings.json"),
-                   ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "run `gemini` once and sign in"),
+# type -> (command, npm package, login files under HOME, how to log in); key variables are
+# in keys.py. Only credential files count: ~/.claude.json or ~/.gemini/settings.json exist
+# after any run, logged in or not.
+CLIS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
+    "claude_code": ("claude", "@anthropic-ai/claude-code", (".claude/.credentials.json",),
+                    "run `claude auth login` (or set ANTHROPIC_API_KEY)"),
+    "codex": ("codex", "@openai/codex", (".codex/auth.json",),
+              "run `codex login` (or set OPENAI_API_KEY)"),
+    "gemini_cli": ("gemini", "@google/gemini-cli", (".gemini/oauth_creds.json",),
+                   "run `gemini` once and sign in (or set GEMINI_API_KEY)"),
+    "copilot": ("copilot", "@github/copilot", (),
+                "run `copilot login` (or set COPILOT_GITHUB_TOKEN or GH_TOKEN)"),
 }
 _cache: dict[tuple[str, float], str] = {}
 
@@ -41,8 +46,10 @@ class CliStatus(BaseModel):
     version: str | None = None
     usable: bool = Field(description="Installed and its --version runs.")
     login_found: bool = Field(
-        description="A login file or key variable was found (a team file's base_url/api_key "
-                    "works without one).")
+        description="The CLI can reach its provider without a team file's api_key: it says "
+                    "it is logged in, or a key variable it reads is set.")
+    login: str = Field("", description="How that was found out (the CLI's own status "
+                                       "command, a login file, a key variable's name).")
     fix: str = ""
 
 
@@ -75,29 +82,77 @@ async def _version(executable: str, package: str, env: Mapping[str, str]) -> str
     return _cache[key]
 
 
-async def cli_statuses(env: Mapping[str, str]) -> list[CliStatus]:
-    """Every coding-agent CLI's state, looked up concurrently."""
+async def _login(kind: str, path: str, env: Mapping[str, str],
+                 files: tuple[str, ...]) -> tuple[bool, str]:
+    """(logged in, how we know): the CLI's own word where it has a status command."""
+    home = env.get("HOME", "")
+    key = env_key(kind, env)
+    child = base_env(env) | passed_env(kind, env) | ({"HOME": home} if home else {})
+    if "CODEX_HOME" in env and kind == "codex":
+        child["CODEX_HOME"] = env["CODEX_HOME"]
+    argv = {"claude_code": [path, "auth", "status", "--json"],
+            "codex": [path, "login", "status"]}.get(kind)
+    if argv is not None:
+        try:
+            code, out = await run_cli(argv, child, timeout=20.0)
+        except (OSError, TimeoutError):
+            code, out = -1, ""
+        if kind == "claude_code" and code >= 0:
+            try:
+                data = json.loads(out[out.find("{"):]) if "{" in out else {}
+            except ValueError:
+                data = {}
+            if isinstance(data, dict) and "loggedIn" in data:
+                how = data.get("apiKeySource") or data.get("authMethod") or "login"
+                return bool(data["loggedIn"]), (
+                    f"`claude auth status`: {'logged in' if data['loggedIn'] else 'not logged in'}"
+                    + (f" ({how})" if data["loggedIn"] else ""))
+        if kind == "codex" and code >= 0:
+            # Its output names part of a stored key: only what kind of login is reported.
+            kind_of = " (API key)" if "API key" in out else " (ChatGPT)" if "ChatGPT" in out else ""
+            if code == 0:
+                return True, f"`codex login status`: logged in{kind_of}"
+            if key:  # `codex exec` reads CODEX_API_KEY (ours from OPENAI_API_KEY too)
+                return True, f"{key[0]} set (`codex login status`: not logged in)"
+            return False, "`codex login status`: not logged in"
+    if key:
+        return True, f"{key[0]} set"
+    found = [f for f in files if (Path(home or "~").expanduser() / f).exists()]
+    if found:
+        return True, f"login file ~/{found[0]}"
+    if not files:  # no status command and no file to look for (Copilot: system keychain)
+        return False, "cannot tell (no login status command; no token variable set)"
+    return False, "no login file or key variable"
+
+
+async def cli_statuses(env: Mapping[str, str], *, ask: bool = False) -> list[CliStatus]:
+    """Every coding-agent CLI's state, looked up concurrently. With `ask`, the CLIs are
+    asked for their login state (a second each; `doctor`), else it is guessed from files
+    and key variables (`list_backends`)."""
     out: dict[str, CliStatus] = {}
 
     async def one(kind: str) -> None:
-        command, package, login_files, key_vars, login_how = CLIS[kind]
+        command, package, login_files, login_how = CLIS[kind]
         path = find_command(None, command, env)
         home = Path(env.get("HOME", "~")).expanduser()
-        login = any((home / f).exists() for f in login_files) or any(
-            env.get(k) for k in key_vars)
+        key = env_key(kind, env)
+        login = bool(key) or any((home / f).exists() for f in login_files)
+        how = f"{key[0]} set" if key else ("login file found" if login else "")
         if path is None:
             out[kind] = CliStatus(type=kind, command=command, installed=False, usable=False,
-                                  login_found=login,
+                                  login_found=login, login=how,
                                   fix=f"install it: npm install -g {package} (or set "
                                       "backend.command in the team file)")
             return
         version = await _version(path, package, env)
+        if version and ask:
+            login, how = await _login(kind, path, env, login_files)
         fix = "" if version else f"{path} --version fails: reinstall {package}"
         if version and not login:
             fix = f"{login_how}, or give base_url/api_key in the team file"
         out[kind] = CliStatus(type=kind, command=command, installed=True, path=path,
                               version=version, usable=version is not None, login_found=login,
-                              fix=fix)
+                              login=how, fix=fix)
 
     async with anyio.create_task_group() as tg:
         for kind in CLIS:
@@ -112,6 +167,19 @@ def print_coding_agents(statuses: list[CliStatus], out: TextIO) -> None:
         mark = "ok " if s.usable else "-- "
         detail = (f"{s.version} at {s.path}" if s.usable else
                   "not installed" if not s.installed else "does not run")
-        login = "" if not s.usable else ("; login found" if s.login_found else "; no login found")
+        login = "" if not s.usable else (
+            f"; {'login' if s.login_found else 'no login'}: {s.login}" if s.login else
+            "; login found" if s.login_found else "; no login found")
         hint = f"  → {s.fix}" if s.fix else ""
         print(f"  {mark}{s.type:<13} {detail}{login}{hint}", file=out)
+
+
+def no_key_hint(provider_keys_found: bool, statuses: list[CliStatus]) -> str | None:
+    """What `doctor` says when no provider key is set but logged-in coding CLIs are found."""
+    ready = [s.type for s in statuses if s.usable and s.login_found]
+    if provider_keys_found or not ready:
+        return None
+    return (f"No provider API key is set, but these coding CLIs are logged in: "
+            f"{', '.join(ready)}. Run a team on them with `--team clis` (it uses your CLI "
+            "subscriptions, not API keys; over MCP the server must be started with "
+            "--allow-cli-agents).")

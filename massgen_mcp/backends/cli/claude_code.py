@@ -4,9 +4,12 @@ One invocation per turn, resumed across turns (``--session-id`` first, ``--resum
 The workflow tools reach it as ``mcp__massgen__new_answer`` / ``mcp__massgen__vote`` through
 ``--mcp-config`` (``--strict-mcp-config``: the user's own MCP servers are not mixed in), and
 are pre-approved with ``--allowedTools``. ``base_url`` / ``api_key`` become
-``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY`` (and ``--bare``, which skips the user's
-hooks, plugins and CLAUDE.md, and reads only that key); without them Claude Code uses the
-user's own login. Facts in shared/reference/cli-agents.md.
+``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY`` with a HOME of its own under the run (so no
+user hooks, plugins or login are mixed in). Not ``--bare``: in 2.1.332 bare mode offers only
+Bash, Edit and Read whatever ``--tools`` says, which would drop the file's Write, WebSearch,
+...; a key in ``-p`` mode is used without it. Without them Claude Code uses the user's own
+login, or ``ANTHROPIC_API_KEY`` from the server's environment (`keys.py`). Facts in
+shared/reference/cli-agents.md.
 """
 
 from __future__ import annotations
@@ -15,21 +18,31 @@ import json
 import uuid
 from typing import Any
 
-from massgen_mcp.backends.cli._base import SERVER_NAME, CliBackend, TurnState
+from massgen_mcp.backends.cli._base import SERVER_NAME, TurnState
+from massgen_mcp.backends.cli._live import StreamingCliBackend
 from massgen_mcp.messages import Usage
 
 DEFAULT_PERMISSION_MODE = "acceptEdits"  # file edits in its workspace; shell needs allowing
 
 
-class ClaudeCodeBackend(CliBackend):
+class ClaudeCodeBackend(StreamingCliBackend):
     default_command = "claude"
     display = "Claude Code"
     install_hint = "install it with `npm install -g @anthropic-ai/claude-code`"
     login_hint = ("log in with `claude` (then /login), or give backend.api_key (with "
                   "base_url for another endpoint)")
 
+    def live_command(self, exe: str, system_text: str, mcp: dict[str, Any],
+                     resume: str | None) -> tuple[list[str], dict[str, str]]:
+        return self.command(exe, "", system_text, mcp, resume, live=True)
+
+    def user_message(self, prompt: str) -> dict[str, Any]:
+        return {"type": "user", "session_id": self.session_id or "",
+                "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
+                "parent_tool_use_id": None}
+
     def command(self, exe: str, prompt: str, system_text: str, mcp: dict[str, Any],
-                resume: str | None) -> tuple[list[str], dict[str, str]]:
+                resume: str | None, live: bool = False) -> tuple[list[str], dict[str, str]]:
         o = self.opts
         config = self.root / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {
@@ -37,8 +50,9 @@ class ClaudeCodeBackend(CliBackend):
             encoding="utf-8")
         allowed = [f"mcp__{SERVER_NAME}", *(f"mcp__{n}" for n in mcp if n != SERVER_NAME),
                    *o.allowed_tools]
-        arg = self.prompt_arg(prompt)
+        arg = None if live else self.prompt_arg(prompt)
         argv = [exe, "-p", *([arg] if arg is not None else []),
+                *(["--input-format", "stream-json"] if live else []),
                 "--output-format", "stream-json", "--verbose",
                 "--mcp-config", str(config), "--strict-mcp-config",
                 "--permission-mode", o.permission_mode or DEFAULT_PERMISSION_MODE,
@@ -54,8 +68,6 @@ class ClaudeCodeBackend(CliBackend):
             argv += ["--max-turns", str(o.max_turns)]
         for d in self.snapshot_dirs(prompt):
             argv += ["--add-dir", str(d)]
-        if self._spec.api_key is not None:
-            argv.append("--bare")
         if resume:
             argv += ["--resume", resume]
         else:
@@ -65,6 +77,11 @@ class ClaudeCodeBackend(CliBackend):
                  # wait for the MCP servers before the first model request (else the tools
                  # may not exist yet), see the reference
                  "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
+                 # outside --bare, 2.1.332 hides MCP tools behind its ToolSearch tool: the
+                 # workflow tools must be offered as they are
+                 "ENABLE_TOOL_SEARCH": "false",
+                 # a member's session is the run's, not a memory kept in the user's HOME
+                 "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
                  "CLAUDE_CODE_MAX_RETRIES": str(o.max_retries)}
         if self._spec.base_url:
             extra["ANTHROPIC_BASE_URL"] = self._spec.base_url

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from massgen_mcp.backends.cli._base import CliBackend, TurnState
+from massgen_mcp.errors import PermanentBackendError
 
 KEY_VAR = "MASSGEN_CODEX_API_KEY"
 _TOOL_ITEMS = frozenset({"mcp_tool_call", "command_execution", "file_change", "web_search"})
@@ -70,6 +71,11 @@ class CodexBackend(CliBackend):
             auth = Path(user_home).expanduser() / "auth.json"
             if auth.is_file() and not (home / "auth.json").exists():
                 shutil.copy2(auth, home / "auth.json")
+            if not (home / "auth.json").exists() and self.api_key() is None:
+                # Without a login Codex retries its provider until the turn's deadline.
+                raise PermanentBackendError(
+                    f"Codex is not logged in (no {auth}, no CODEX_API_KEY or OPENAI_API_KEY): "
+                    f"{self.login_hint}", provider=self.provider, model=self.model)
         flags = ["--json", "--skip-git-repo-check", "--disable", "plugins"]
         if self.model and self.model != "default":
             flags += ["-m", self.model]
@@ -82,8 +88,9 @@ class CodexBackend(CliBackend):
                 flags += ["--add-dir", str(d)]
             argv = [native_binary(exe), "exec", *flags, text]
         extra = {"CODEX_HOME": str(home)}
-        if self._spec.api_key is not None:
-            extra[KEY_VAR] = self._spec.api_key.get_secret_value()
+        key = self.api_key()
+        if key is not None and self._spec.base_url:
+            extra[KEY_VAR] = key
         return argv, self.child_env(**extra)
 
     def _write_config(self, home: Path, mcp: dict[str, Any]) -> None:
@@ -96,7 +103,7 @@ class CodexBackend(CliBackend):
                       'wire_api = "responses"',
                       f"request_max_retries = {o.max_retries}",
                       f"stream_max_retries = {o.max_retries}"]
-            if self._spec.api_key is not None:
+            if self.api_key() is not None:
                 lines.append(f'env_key = "{KEY_VAR}"')
         for name, server in mcp.items():
             lines += ["", f"[mcp_servers.{name}]"]

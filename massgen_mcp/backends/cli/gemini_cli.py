@@ -41,11 +41,12 @@ class GeminiCliBackend(CliBackend):
                            for name, s in mcp.items()},
             "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
             "privacy": {"usageStatisticsEnabled": False}}
-        if self.endpoint_mode:
+        key = self.api_key()
+        if self.endpoint_mode or key is not None:
+            # a key (the file's, or GEMINI_API_KEY from the environment) is only read with
+            # this auth type selected
             settings["security"] = {"auth": {"selectedType": "gemini-api-key"}}
-            where = Path(env["HOME"]) / ".gemini"
-        else:
-            where = self.workspace / ".gemini"
+        where = (Path(env["HOME"]) if self.endpoint_mode else self.workspace) / ".gemini"
         where.mkdir(parents=True, exist_ok=True)
         (where / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
         text = self.prompt_arg(f"{system_text}\n\n{prompt}" if not resume else prompt) or (
@@ -63,8 +64,8 @@ class GeminiCliBackend(CliBackend):
             argv += ["--session-id", self.session_id]
         if self._spec.base_url:
             env["GOOGLE_GEMINI_BASE_URL"] = self._spec.base_url
-        if self._spec.api_key is not None:
-            env["GEMINI_API_KEY"] = self._spec.api_key.get_secret_value()
+        if key is not None:
+            env["GEMINI_API_KEY"] = key
         return argv, env
 
     def on_event(self, event: dict[str, Any], state: TurnState) -> None:
