@@ -258,3 +258,6 @@ async def test_a_plan_over_stdio_is_a_task_too(provider: ScriptedProvider,
     data = r.structured_content
     assert data is not None and data["status"] == "completed" and data["plan_id"]
     assert [t["id"] for t in data["plan"]["tasks"]] == expected
+    text = r.content[0].text  # type: ignore[union-attr]
+    assert text.startswith(f"Plan {data['plan_id']}: 6 tasks in 3 chunks")
+    assert data["markdown"] and data["markdown"] not in text  # nothing sent twice
