@@ -106,7 +106,8 @@ def claude_settings_home(home: Path, cwd: Path) -> None:
 
 def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str,
                            arguments: dict[str, Any], server_args: list[str],
-                           until: str, timeout: float = 180) -> ClaudeRun:
+                           until: str, env: dict[str, str] | None = None,
+                           timeout: float = 180) -> ClaudeRun:
     """Interactive Claude Code in a pseudo-terminal (the `cli` entrypoint, where MCP Tasks
     are on by default; `-p` runs as `sdk-cli`, where they are off). The prompt is typed
     once the tools are listed and the input box is drawn; it stops once a request to its
@@ -131,12 +132,13 @@ def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str
     home = tmp_path / "home"
     claude_settings_home(home, tmp_path)
     base = server_env()
+    extra = env or {}
     env = {**base, "HOME": str(home), "TERM": "xterm",
            "PATH": f"{Path(cli_path('claude')).parent}{os.pathsep}{base.get('PATH', '')}",
            "ANTHROPIC_BASE_URL": provider.anthropic_base_url, "ANTHROPIC_API_KEY": TEST_KEY,
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
            "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
-           "CLAUDE_CODE_MAX_RETRIES": "0"}
+           "CLAUDE_CODE_MAX_RETRIES": "0", **extra}
     argv = [cli_path("claude"), "--bare", "--model", DRIVER, "--mcp-config", str(config),
             "--strict-mcp-config", "--allowedTools", "mcp__massgen__*"]
     pid, fd = pty.fork()

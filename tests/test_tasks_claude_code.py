@@ -53,6 +53,18 @@ def test_interactive_claude_code_runs_the_consensus_as_a_task(
     assert '\\"winner\\"' in final and "<persisted-output>" not in final
 
 
+def test_interactive_claude_code_with_tasks_disabled_waits_for_the_result(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    team = small_team(provider, tmp_path)
+    run = run_claude_interactive(provider, tmp_path, "run_consensus", {"task": "Which queue?"},
+                                 ["--team", str(team)], until=FINAL,
+                                 env={"CLAUDE_CODE_DISABLE_MCP_TASKS": "1"})
+    calls = [m for m in run.sent if m.get("method") == "tools/call"]
+    assert calls and not declares_tasks(calls[0]), run.proc.stdout
+    assert "tasks/get" not in run.methods()
+    assert FINAL in run.tool_result and "server-side task" not in run.tool_result
+
+
 def test_with_tasks_disabled_claude_code_takes_the_synchronous_path(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     team = small_team(provider, tmp_path)
