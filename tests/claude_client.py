@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cli_agents import cli_path
 from mcp_harness import EXE, server_env
 from scripted_provider import (
     TEST_KEY,
@@ -27,8 +26,14 @@ from scripted_provider import (
     Text,
     ToolCalls,
 )
+from tiers import require_node_bin
 
 DRIVER = "claude-driver"
+
+
+def _claude() -> Path:
+    """The pinned Claude Code (bash .ci/npm-setup.sh); skips locally, fails under CI."""
+    return require_node_bin("claude")
 DONE = "All done."
 
 
@@ -71,13 +76,13 @@ def run_claude(provider: ScriptedProvider, tmp_path: Path, tool: str, arguments:
         "args": ["-c", f"tee -a {shlex.quote(str(sent))} | exec {serve}"]}}}))
     base = server_env()
     run_env = {**base, "HOME": str(tmp_path / "home"),
-               "PATH": f"{Path(cli_path('claude')).parent}{os.pathsep}{base.get('PATH', '')}",
+               "PATH": f"{_claude().parent}{os.pathsep}{base.get('PATH', '')}",
                "ANTHROPIC_BASE_URL": provider.anthropic_base_url, "ANTHROPIC_API_KEY": TEST_KEY,
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
                "CLAUDE_CODE_MAX_RETRIES": "0", **(env or {})}
     (tmp_path / "home").mkdir(exist_ok=True)
-    argv = [cli_path("claude"), "-p", "Ask the team which queue to use.", "--bare",
+    argv = [str(_claude()), "-p", "Ask the team which queue to use.", "--bare",
             "--model", DRIVER, "--output-format", "stream-json", "--verbose",
             "--mcp-config", str(config), "--strict-mcp-config",
             "--allowedTools", "mcp__massgen__*"]
@@ -134,12 +139,12 @@ def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str
     base = server_env()
     extra = env or {}
     env = {**base, "HOME": str(home), "TERM": "xterm",
-           "PATH": f"{Path(cli_path('claude')).parent}{os.pathsep}{base.get('PATH', '')}",
+           "PATH": f"{_claude().parent}{os.pathsep}{base.get('PATH', '')}",
            "ANTHROPIC_BASE_URL": provider.anthropic_base_url, "ANTHROPIC_API_KEY": TEST_KEY,
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
            "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
            "CLAUDE_CODE_MAX_RETRIES": "0", **extra}
-    argv = [cli_path("claude"), "--bare", "--model", DRIVER, "--mcp-config", str(config),
+    argv = [str(_claude()), "--bare", "--model", DRIVER, "--mcp-config", str(config),
             "--strict-mcp-config", "--allowedTools", "mcp__massgen__*"]
     pid, fd = pty.fork()
     if pid == 0:  # the child: becomes Claude Code
