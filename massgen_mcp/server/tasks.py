@@ -50,6 +50,8 @@ CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 #: The tools whose calls may become tasks (the ones that run a team).
 TASK_TOOLS = frozenset({"run_consensus", "plan", "checkpoint"})
 POLL_INTERVAL_MS = 2000
+#: Finished tasks whose exact result stays in memory (older ones come from the run record).
+LIVE_TASKS = 256
 _TERMINAL_RUN = {"cancelled": "cancelled"}
 
 _current: contextvars.ContextVar[Task | None] = contextvars.ContextVar("massgen_task",
@@ -175,6 +177,12 @@ class TasksExtension(Extension):
         task.run_id = run_id
         self.live[task.task_id] = task
         task.settled.set()
+        # Finished tasks are answered from their run record once they leave this table.
+        while len(self.live) > LIVE_TASKS:
+            oldest = next((k for k, t in self.live.items() if t.done.is_set()), None)
+            if oldest is None:
+                break
+            del self.live[oldest]
 
     def _pointer(self, task_id: str) -> Any:
         digest = hashlib.sha256(task_id.encode()).hexdigest()
@@ -232,9 +240,10 @@ class TasksExtension(Extension):
                         "error": task.error}
             status = _TERMINAL_RUN.get(run.status, "completed")
             return {**self._header(head, status, _closing(run)), "result": task.result}
+        if task is not None:  # the call is still going (its run may be writing its outcome)
+            return self._header(head, "working", task.message)
         if run.status == "running":
-            message = task.message if task is not None else "running"
-            return self._header(head, "working", message)
+            return self._header(head, "working", "running")
         return self._from_record(head, run)
 
     def _from_record(self, head: Task, run: RunResult) -> dict[str, Any]:
