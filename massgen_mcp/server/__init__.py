@@ -22,7 +22,12 @@ from massgen_mcp import __version__
 from massgen_mcp.app import App
 from massgen_mcp.server.host import ToolHost
 from massgen_mcp.server.mode_tools import register_mode_tools
-from massgen_mcp.server.tools import register_prompts, register_resources, register_run_tools
+from massgen_mcp.server.tools import (
+    register_prompts,
+    register_resources,
+    register_run_tools,
+    tool_result,
+)
 
 INSTRUCTIONS = (
     "massgen-mcp asks a team of models (different providers) instead of one: each agent "
@@ -56,7 +61,8 @@ def build_server(app: App, *, tasks: bool = True) -> tuple[MCPServer, ToolHost]:
     mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
                   version=__version__, instructions=INSTRUCTIONS,
                   website_url="https://github.com/massgen-mcp/massgen-mcp",
-                  extensions=[*([TasksExtension(host)] if tasks else []), apps_extension()])
+                  extensions=[*([TasksExtension(host, render=tool_result)] if tasks else []),
+                              apps_extension()])
     register_run_tools(mcp, host)
     register_mode_tools(mcp, host)
     register_resources(mcp, app)

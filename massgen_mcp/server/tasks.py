@@ -26,8 +26,9 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -40,8 +41,18 @@ from massgen_mcp.errors import MassgenError
 from massgen_mcp.paths import write_atomic
 
 if TYPE_CHECKING:
+    from mcp.types import CallToolResult
+
+    from massgen_mcp.app import App
     from massgen_mcp.coordination.result import RunResult
-    from massgen_mcp.server.host import ToolHost
+
+
+class TaskHost(Protocol):
+    """What the extension needs of the server's `ToolHost`: the App (its run store) and the
+    task group that outlives requests."""
+
+    app: App
+    background: anyio.abc.TaskGroup | None
 
 log = logging.getLogger("massgen_mcp.server.tasks")
 
@@ -116,8 +127,11 @@ class TasksExtension(Extension):
 
     identifier = EXTENSION_ID
 
-    def __init__(self, host: ToolHost) -> None:
+    def __init__(self, host: TaskHost,
+                 render: Callable[[RunResult], CallToolResult]) -> None:
         self.host = host
+        #: A run record as the tool result its call would have given (server/tools.py).
+        self.render = render
         self.live: dict[str, Task] = {}
 
     # ------------------------------------------------------------------ tools/call
@@ -249,10 +263,8 @@ class TasksExtension(Extension):
     def _from_record(self, head: Task, run: RunResult) -> dict[str, Any]:
         """A task whose call is not live here (the server restarted): its run record says
         how it ended; an interrupted run is a failed task carrying its best answer."""
-        from massgen_mcp.server.tools import _tool_result
-
         head.updated_at = _now()
-        result = _dump(_tool_result(run))
+        result = _dump(self.render(run))
         if run.status == "interrupted":
             message = (f"the run was interrupted ({run.error or 'the server stopped'}); "
                        f"its best answer so far is in error.data.result and get_run")

@@ -79,6 +79,12 @@ def _tool_result(result: RunResult, notes: tuple[str, ...] = (), detail: Detail 
     return out
 
 
+def tool_result(result: RunResult) -> CallToolResult:
+    """A run record as the result `run_consensus` gives (what a task reports after a
+    restart)."""
+    return _tool_result(result)
+
+
 #: Lets Claude Code keep a run's result inline (its default is 50,000 characters), and names
 #: the run viewer App (server/apps.py) for hosts that render MCP Apps.
 RUN_TOOL_META: dict[str, Any] = {"anthropic/maxResultSizeChars": CLAUDE_CODE_INLINE_CHARS,
