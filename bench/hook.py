@@ -6,9 +6,12 @@ Runs `massgen-mcp hook pre-tool-use` (the console script next to this Python, if
 installed) and `python -m massgen_mcp.hook.main pre-tool-use`, each `--calls` times,
 in a temporary workspace with an active checkpoint plan, cycling through a benign Bash
 call, a dangerous one, a loop with substitutions, inline code and a pipe into a shell, an
-approved MCP call and a Write. Prints median / p90 / min per form, plus a bare
-`python -c pass` for the interpreter's own start-up, and the load average (on a busy
-2-CPU machine every figure, the bare interpreter's included, inflates two- to threefold).
+approved MCP call, a line that exercises the expansion step (braces, option prefixes, a
+script written then run, globs), Claude Code's heredoc commit message, and a Write.
+Prints median / p90 / min per form, plus a bare `python -c pass` for the interpreter's
+own start-up, and the load average (on a busy 2-CPU machine every figure, the bare
+interpreter's included, inflates two- to threefold;
+the CPU time per call, user + system of the hook process, is the figure load moves least).
 Goal: median under 150 ms per call.
 
 Bytecode is cached as in a real install (pip compiles it): `PYTHONDONTWRITEBYTECODE` is
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -61,6 +65,12 @@ def _payloads(ws: Path) -> list[str]:
              ("Bash", {"command": "for f in $(git ls-files '*.py'); do python3 -c "
                                   "'import sys; print(sys.argv)' \"$f\" | sh; done"}),
              ("mcp__ops__deploy", {"version": "2.0"}),
+             # the expansion step and the channels: braces, option prefixes, env, a script
+             # written then run, Claude Code's heredoc commit message
+             ("Bash", {"command": "GIT_SSH_COMMAND='ssh -q' {git,push} --forc origin m{a,}in; "
+                                  "printf 'echo hi\\n' > x.sh && sh x.sh; cat .en? ~root/x"}),
+             ("Bash", {"command": "git commit -m \"$(cat <<'EOF'\nFix parser\n\nCo-Authored"
+                                  "-By: Claude <noreply@anthropic.com>\nEOF\n)\""}),
              ("Write", {"file_path": str(ws / "src" / "a.py"), "content": "x"})]
     return [json.dumps({"session_id": "b", "cwd": str(ws), "hook_event_name": "PreToolUse",
                         "tool_name": tool, "tool_input": args, "tool_use_id": "t"})
@@ -68,28 +78,33 @@ def _payloads(ws: Path) -> list[str]:
 
 
 def _measure(argv: list[str], payloads: list[str], calls: int, cwd: Path,
-             pycache: Path) -> list[float]:
+             pycache: Path) -> tuple[list[float], list[float]]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("MASSGEN_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(pycache)
     env[KEY_FILE_ENV] = os.environ[KEY_FILE_ENV]
     subprocess.run(argv, input=payloads[0], capture_output=True, text=True, cwd=cwd, env=env)
-    times = []
+    times, cpu = [], []
     for i in range(calls):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run(argv, input=payloads[i % len(payloads)], capture_output=True,
                               text=True, cwd=cwd, env=env)
         times.append((time.perf_counter() - start) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000)
         if proc.returncode not in (0,) and argv[-1] != "pass":
             raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr}")
-    return times
+    return times, cpu
 
 
-def _report(name: str, times: list[float]) -> float:
+def _report(name: str, measured: tuple[list[float], list[float]]) -> float:
+    times, cpu = measured
     ordered = sorted(times)
     median = statistics.median(ordered)
     p90 = ordered[int(len(ordered) * 0.9) - 1]
-    print(f"{name:<58} median {median:6.1f} ms   p90 {p90:6.1f} ms   min {ordered[0]:6.1f} ms")
+    print(f"{name:<58} median {median:6.1f} ms   p90 {p90:6.1f} ms   min {ordered[0]:6.1f} ms"
+          f"   cpu median {statistics.median(cpu):5.1f} ms")
     return median
 
 

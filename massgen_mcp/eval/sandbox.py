@@ -10,7 +10,7 @@ fallback.
 from __future__ import annotations
 
 import os
-import shutil
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -22,7 +22,6 @@ from massgen_mcp.errors import InputError
 TIME_LIMIT_S = 10.0
 MEMORY_LIMIT_BYTES = 1024 * 1024 * 1024
 OUTPUT_LIMIT_BYTES = 64 * 1024
-_SYSTEM_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +32,9 @@ class SandboxRun:
 
 
 def bwrap_path() -> str:
-    found = shutil.which("bwrap")
+    from massgen_mcp.tools.sandbox import find_bwrap
+
+    found = find_bwrap()
     if found is None:
         raise InputError("running code needs an OS sandbox and bubblewrap is not installed: "
                          "apt-get install bubblewrap (Debian/Ubuntu)")
@@ -51,19 +52,17 @@ def _limits() -> None:  # runs in the child before exec: inherited by everything
 
 def run_command(argv: list[str], *, stdin: str = "", files: dict[str, str] | None = None,
                 time_limit_s: float = TIME_LIMIT_S) -> SandboxRun:
-    """Run `argv` in the sandbox with `stdin`; `files` are written into its working dir."""
+    """Run `argv` in the sandbox with `stdin`; `files` are written into its working dir.
+
+    The mounts are the agents' shell sandbox's (tools/sandbox.py: one policy for what model
+    code may see); this adds memory, process and file-size limits and a private workspace."""
+    from massgen_mcp.tools.sandbox import SandboxPolicy, bwrap_argv
+
     with tempfile.TemporaryDirectory(prefix="massgen-sandbox-") as work:
         for name, text in (files or {}).items():
             Path(work, name).write_text(text, encoding="utf-8")
-        cmd = [bwrap_path(), "--unshare-all", "--die-with-parent", "--new-session",
-               "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        base = Path(sys.base_prefix)
-        for d in (*_SYSTEM_DIRS, str(base)):
-            if Path(d).exists():
-                cmd += ["--ro-bind", d, d]
-        cmd += ["--bind", work, "/work", "--chdir", "/work", "--clearenv",
-                "--setenv", "PATH", f"{base / 'bin'}:/usr/bin:/bin", "--setenv", "HOME", "/work",
-                "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--", *argv]
+        cmd = bwrap_argv(bwrap_path(), Path(work), shlex.join(argv),
+                         SandboxPolicy(network=False, timeout=time_limit_s))
         try:
             proc = subprocess.run(cmd, input=stdin.encode(), capture_output=True,
                                   timeout=time_limit_s, preexec_fn=_limits, check=False)
@@ -76,7 +75,7 @@ def run_command(argv: list[str], *, stdin: str = "", files: dict[str, str] | Non
 def run_python(program: str, *, time_limit_s: float = TIME_LIMIT_S) -> SandboxRun:
     """Run a Python program (the base interpreter, no site packages) in the sandbox."""
     python = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}"
-    return run_command([str(python), "-I", "program.py"], files={"program.py": program},
+    return run_command([str(python), "-I", "-S", "program.py"], files={"program.py": program},
                        time_limit_s=time_limit_s)
 
 

@@ -11,9 +11,15 @@
       git_rules.py    git (force-push to shared branches, reset --hard, clean, ...)
       git_alias.py    what git runs through aliases and command-valued settings
       cli_rules.py    infrastructure, cloud, containers, GitHub, packages
+      effect_rules.py sed scripts, environment dumps, find actions, devices, publishing
       lexer.py        shell lexing: quotes, substitutions, heredocs
+      expand.py       the shell's expansions, done statically: braces, ~user, parameters,
+                      fixed substitutions, globs (what stays unknown is gated)
+      options.py      GNU long-option prefixes (`--rec`) resolved to the real options
       shell.py        shell analysis: keywords, pipelines, wrappers, `-c` strings, computed
-                      program names;  scope.py  where a path points
+                      program names, aliases;  command.py  what it produces
+      channels.py     code reaching a shell another way: environment, written scripts, stdin
+      scope.py        where a path points (workspace, private temp, links the line made)
     matching.py     does a call match an approved action (placeholders, MCP names)
 
 This package imports nothing on purpose: the hook runs before every matched tool call and

@@ -20,13 +20,18 @@ from __future__ import annotations
 import os
 import re
 
+from massgen_mcp.hook import effect_rules
+from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
+from massgen_mcp.hook.command import SimpleCommand, shell_script, wordset
+from massgen_mcp.hook.expand import FRESH_TEMP
 from massgen_mcp.hook.file_rules import file_findings, secret_sources
 from massgen_mcp.hook.git_rules import git_findings
 from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
+from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import Scope, secret_kind
-from massgen_mcp.hook.shell import SHELLS, SimpleCommand, analyse, shell_script, wordset
+from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, is_under, secret_kind
+from massgen_mcp.hook.shell import SHELLS, analyse
 
 _DB_CLIENTS = wordset(
     "psql mysql mariadb sqlite3 sqlite sqlcmd clickhouse clickhouse-client cockroach duckdb "
@@ -76,18 +81,21 @@ _REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
                 r"|--force-reset\b|--accept-data-loss\b|\bdropdb\b"
                 r"|\bredis-cli\b[^;&|\n]*\bflush(all|db)\b", re.I),
      "drops or resets a database"),
-    ("external_comms", "publish",
-     re.compile(r"\b((npm|yarn|pnpm|bun)\s+publish|twine\s+upload|(poetry|uv|flit|hatch)\s+"
-                r"publish|cargo\s+publish|gem\s+push|nuget\s+push)\b(?![^;&|\n]*--dry-run)"),
-     "publishes a package to a public registry"),
     ("exfiltration", "env-dump",
      re.compile(r"\b(env|printenv|set)\s*\|[^;&\n]*\b(curl|wget|nc|ncat|netcat|ssh|socat)\b"),
      "sends the environment (and every key in it) off-machine"),
 )
 
 
+_SQL_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
+
+
 def sql_finding(text: str) -> Finding | None:
-    """Destructive SQL in `text`: DROP/TRUNCATE, or DELETE/UPDATE without WHERE."""
+    """Destructive SQL in `text`: DROP/TRUNCATE, or DELETE/UPDATE without WHERE.
+
+    Comments are removed first, the way the server reads the statement (`DROP/**/TABLE`
+    is `DROP TABLE`; a `WHERE` after `--` is no WHERE)."""
+    text = _SQL_COMMENT.sub(" ", text)
     match = _SQL_DROP.search(text)
     if match:
         statement = match.group(0).strip(_QUOTES)
@@ -113,29 +121,86 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
     programs = {c.program for c in commands}
     words = programs.union(*(c.args for c in commands)) if commands else set()
     if words & _DB_CLIENTS:
-        finding = sql_finding(command)
+        # the text as the shell passes it (quotes joined: `'DR''OP'` is DROP), and as written
+        shown = "\n".join([" ".join(c.args) + "\n" + (c.stdin_code or "") for c in commands])
+        finding = sql_finding(shown) or sql_finding(command)
         if finding:
             findings.append(finding)
     network = bool(programs & _NETWORK)
-    findings.extend(_pipeline_findings(analysis.pipelines))
+    findings.extend(_pipeline_findings(analysis.pipelines, scope))
 
     def nested(line: str, inner: Scope) -> list[Finding]:
         return check_bash(line, inner, _depth + 1) if _depth < 3 else []
 
+    stack: list[Scope] = []  # pushd / popd
     for cmd in commands:
-        if cmd.program in ("cd", "pushd"):
-            target = (cmd.positionals() or ["~"])[0]
-            path = scope.resolve(target)
-            if path and os.path.isdir(path):
-                scope = scope.with_cwd(path)
+        if cmd.program == "popd":
+            scope = stack.pop() if stack else scope.with_cwd(UNKNOWN_CWD)
             continue
+        if cmd.program in ("cd", "pushd"):
+            if cmd.program == "pushd":
+                stack.append(scope)
+            scope = _cd(cmd, scope, analysis.cdpath)
+            continue
+        if cmd.program == "ln":
+            scope = _link(cmd, scope)
         findings.extend(_command_findings(cmd, scope, network))
         if interpreter(cmd.program):
             findings.extend(code_findings(cmd, scope, nested))
     return _dedup(findings)
 
 
-def _pipeline_findings(pipelines: list[list[SimpleCommand]]) -> list[Finding]:
+def _cd(cmd: SimpleCommand, scope: Scope, cdpath: bool) -> Scope:
+    """Where a `cd` leaves the line; a directory the hook cannot determine is unknown."""
+    pos = cmd.positionals()
+    target = pos[0] if pos else "~"
+    relative = not target.startswith(("/", "~", "./", "../")) and target not in (".", "..")
+    if target == "-" or (relative and (
+            cdpath or os.environ.get("CDPATH"))):
+        return scope.with_cwd(UNKNOWN_CWD)
+    path = scope.resolve(target) if target != UNKNOWN else _known_dir(cmd, scope)
+    if path and (os.path.isdir(path) or is_under(path, FRESH_TEMP)):
+        return scope.with_cwd(path)
+    return scope.with_cwd(UNKNOWN_CWD) if path is None else scope
+
+
+def _known_dir(cmd: SimpleCommand, scope: Scope) -> str | None:
+    """`cd "$(git rev-parse --show-toplevel)"` / `cd "$(pwd)"`: known without running git."""
+    word = cmd.words[1] if len(cmd.words) > 1 else None
+    if word is None or len(word.subs) != 1 or scope.cwd == UNKNOWN_CWD:
+        return None
+    text = " ".join(word.subs[0][1].split())
+    if text == "pwd":
+        return scope.cwd
+    if text == "git rev-parse --show-toplevel":
+        path = scope.cwd
+        while not os.path.exists(os.path.join(path, ".git")):
+            if os.path.dirname(path) == path:
+                return None
+            path = os.path.dirname(path)
+        return path
+    return None
+
+
+def _link(cmd: SimpleCommand, scope: Scope) -> Scope:
+    """`ln [-s] target link`: later paths through `link` reach `target`."""
+    pos = [a for a in cmd.positionals()]
+    if len(pos) < 2:
+        return scope
+    target, link = pos[0], pos[-1]
+    dest = scope.resolve(link)
+    if cmd.has_short_flag("s") or cmd.has_long("--symbolic"):
+        base = os.path.dirname(dest) if dest and not os.path.isdir(dest) else dest
+        source = (scope.resolve(os.path.join(base, target)) if base and not target.startswith(
+            ("/", "~")) else scope.resolve(target))
+    else:
+        source = scope.resolve(target)
+    if dest and os.path.isdir(dest):
+        dest = os.path.join(dest, os.path.basename(target.rstrip("/")))
+    return scope.with_link(dest, source) if dest and source else scope
+
+
+def _pipeline_findings(pipelines: list[list[SimpleCommand]], scope: Scope) -> list[Finding]:
     """Code piped into an interpreter; secrets piped to the network."""
     out: list[Finding] = []
     for pipeline in pipelines:
@@ -154,7 +219,9 @@ def _pipeline_findings(pipelines: list[list[SimpleCommand]]) -> list[Finding]:
                                        f"{cmd.program}"))
             secrets.extend(p for p, _ in secret_sources(cmd))
             if cmd.program in _PRINTERS:
-                secrets.extend(p for p in cmd.positionals() if secret_kind(p))
+                secrets.extend(p for p in cmd.positionals() if scope.secret(p))
+            if effect_rules.env_dump(cmd):
+                secrets.append("the environment")
     return out
 
 
@@ -181,19 +248,19 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     for op, target in cmd.redirects:
         if ">" in op:
             out.append(scope.write_finding(target, verb="redirects output to"))
-        elif network and op == "<" and secret_kind(target):
+        elif network and op == "<" and scope.secret(target):
             out.append(Finding("exfiltration", "secret-upload",
-                               f"sends {target}, {secret_kind(target)}, over the network"))
-        elif op == "<" and cmd.program in _PRINTERS and secret_kind(target):
+                               f"sends {target}, {scope.secret(target)}, over the network"))
+        elif op == "<" and cmd.program not in SHELLS and cmd.program not in ("source", ".") \
+                and (kind := scope.secret(target)):
             out.append(Finding("secrets", "print-secret",
-                               f"prints {target}, {secret_kind(target)}, into the transcript"))
+                               f"feeds {target}, {kind}, to {cmd.program or 'the shell'}"))
     program, pos = cmd.program, cmd.positionals()
-    files = file_findings(cmd, scope)
-    if files is not None:
-        out.extend(files)
-    elif program in ("tee",):
+    # Every family judges every command: no rule can be shadowed by an earlier one.
+    out.extend(file_findings(cmd, scope) or [])
+    if program == "tee":
         out.extend(scope.write_finding(p) for p in pos)
-    elif program == "find" and ("-delete" in cmd.args or _find_runs_rm(cmd)):
+    if program == "find" and ("-delete" in cmd.args or _find_runs_rm(cmd)):
         start = _first_expr(cmd.args)
         filtered = any(a in _FIND_FILTERS for a in cmd.args[start:])
         for root in cmd.args[:start] or ["."]:
@@ -201,23 +268,27 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
             # `find . -name '*.pyc' -delete` deletes matches, not the tree it searches.
             if finding and not (filtered and finding.rule in ("rm-workspace", "rm-git-dir")):
                 out.append(finding)
-    elif program == "git":
+    if program == "git":
         out.extend(git_findings(cmd, scope))
-    elif program in _PRINTERS:
+    if program in _PRINTERS:
         out.extend(Finding("secrets", "print-secret",
-                           f"prints {p}, {secret_kind(p)}, into the transcript (it goes to "
-                           "the model provider)") for p in pos if secret_kind(p))
-    elif program in ("echo", "printf", "printenv"):
+                           f"prints {p}, {kind}, into the transcript (it goes to "
+                           "the model provider)") for p in pos if (kind := scope.secret(p)))
+    if program in ("echo", "printf", "printenv"):
         secret = next((a for a in cmd.args if re.search(
             r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", a)
             and (program == "printenv" or "$" in a)), None)
         if secret:
             out.append(Finding("secrets", "print-secret",
                                f"prints {secret} into the transcript"))
-    elif program in _MAILERS:
+    if program in _MAILERS:
         out.append(Finding("external_comms", "mail", f"sends mail with {program}"))
-    else:
-        out.extend(cli_findings(cmd, scope))
+    out.extend(cli_findings(cmd, scope))
+    out.append(effect_rules.env_dump(cmd))
+    out.extend(effect_rules.sed_findings(cmd, scope))
+    out.extend(effect_rules.find_findings(cmd, scope))
+    out.extend(effect_rules.device_findings(cmd))
+    out.extend(effect_rules.publish_findings(cmd))
     if program in _NETWORK:
         out.extend(_network(cmd, scope))
     return [f for f in out if f is not None]
@@ -242,16 +313,15 @@ def _network(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     for i, arg in enumerate(cmd.args):
         if (i and cmd.args[i - 1] in _USES_CREDENTIAL) or arg.split("=", 1)[0] in _USES_CREDENTIAL:
             continue  # `ssh -i key`, `curl --cert c.pem`: the key is used here, not sent
-        candidate = arg.rsplit("@", 1)[-1].rsplit("=", 1)[-1] if "@" in arg else arg
-        kind = secret_kind(candidate)
+        candidate = arg.rsplit("@", 1)[-1].rsplit("=", 1)[-1] if "@" in arg else (
+            arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg)
+        kind = secret_kind(candidate) or (scope.secret(candidate) if candidate.startswith(
+            ("/", ".", "~")) else None)
         if kind and not candidate.startswith(("http://", "https://")):
             out.append(Finding("exfiltration", "secret-upload",
                                f"sends {candidate}, {kind}, over the network with {cmd.program}"))
-    for i, arg in enumerate(cmd.args):  # `curl -o ~/.bashrc URL`: a download is a write
-        if arg in ("-o", "--output", "-O", "--output-document") and i + 1 < len(cmd.args) and (
-                cmd.program in ("curl", "wget") and not (cmd.program == "curl" and arg == "-O")):
-            out.extend(f for f in [scope.write_finding(cmd.args[i + 1],
-                                                       verb=f"{cmd.program} writes")] if f)
+    for target in download_targets(cmd):  # `curl -o ~/.bashrc URL`: a download is a write
+        out.extend(f for f in [scope.write_finding(target, verb=f"{cmd.program} writes")] if f)
     pos = cmd.positionals()
     if cmd.program in ("scp", "rsync") and len(pos) >= 2 and _REMOTE_PATH.match(pos[-1]):
         out.append(Finding("prod_infra", "remote-copy",

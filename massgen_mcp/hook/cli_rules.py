@@ -14,13 +14,25 @@ from __future__ import annotations
 
 import re
 
+from massgen_mcp.hook.command import SimpleCommand, subcommand
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope
-from massgen_mcp.hook.shell import SimpleCommand, subcommand
 
 _KUBECTL_VALUES = frozenset({"--context", "-n", "--namespace", "--kubeconfig", "--cluster",
                              "--user", "-s", "--server"})
-_WORLD_WRITABLE = re.compile(r"^(0?777|0?666|[ugoa]*[ao][ugoa]*\+[rwxX]*w[rwxX]*)$")
+_SYMBOLIC = re.compile(r"^([ugoa]*)([-+=])([rwxXst]*|[ugo])$")
+
+
+def world_writable(mode: str) -> bool:
+    """Does a chmod mode give everyone write access (`777`, `2777`, `o+w`, `a=rwx`, ...)?"""
+    if re.fullmatch(r"0*[0-7]{1,4}", mode):
+        return int(mode[-1]) & 2 == 2
+    for clause in mode.split(","):
+        m = _SYMBOLIC.match(clause)
+        if m and m.group(2) in "+=" and "w" in m.group(3) and (
+                "a" in m.group(1) or "o" in m.group(1)):  # bare `+w` obeys the umask
+            return True
+    return False
 
 
 def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
@@ -62,9 +74,15 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         return hit("prod_infra", "cloud-mass-delete", "gsutil deletes objects in bulk")
     elif program in ("docker", "docker-compose", "podman"):
         return _docker(cmd, pos)
+    elif program == "setfacl" and (cmd.has_short_flag("R") or cmd.has_long("--recursive")):
+        specs = [a for a in pos if re.match(r"^(d:|default:)?(o|other|m|mask|u|user|g|group)"
+                                            r"(:[^:]*)?:[rwxX-]*w", a)]
+        if specs:
+            return hit("access_control", "chmod-world",
+                       f"setfacl -R {specs[0]} widens who can write the files")
     elif program in ("chmod", "chown") and (cmd.has_short_flag("R")
                                             or cmd.has_long("--recursive")):
-        if program == "chmod" and pos and _WORLD_WRITABLE.match(pos[0]):
+        if program == "chmod" and pos and world_writable(pos[0]):
             return hit("access_control", "chmod-world",
                        f"chmod -R {pos[0]} makes files writable by everyone")
         targets = pos[1:]

@@ -13,10 +13,12 @@
 
 from __future__ import annotations
 
+import re
+
+from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
-from massgen_mcp.hook.shell import SimpleCommand, wordset
 
 _COPIERS = wordset("cp mv install ln rsync scp rclone ditto")
 ARCHIVERS = wordset("tar zip 7z 7za gzip bzip2 xz zstd cpio gpg openssl age rar pax")
@@ -84,7 +86,13 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
             out.extend(scope.delete_finding(p) for p in targets)
         else:
             out.extend(f for p in pos if UNKNOWN not in p
-                       and (f := scope.delete_finding(p)) and f.rule == "rm-outside-workspace")
+                       and (f := scope.delete_finding(p)) and f.rule in (
+                           "rm-outside-workspace", "guardrail-file"))
+    target_dir = _option_value(cmd, ("-t", "--target-directory"))
+    if program in ("cp", "mv", "install", "ln") and target_dir is not None:
+        out.append(scope.write_finding(target_dir, verb=f"{program} writes into"))
+        if program == "mv":
+            out.extend(scope.delete_finding(p) for p in pos)
     elif program == "mv":
         if len(pos) >= 2:
             out.extend(scope.delete_finding(p) for p in pos[:-1])
@@ -115,6 +123,65 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
     elif program == "dd":
         out.extend(scope.write_finding(a[3:], verb="dd overwrites") for a in cmd.args
                    if a.startswith("of=") and not a.startswith("of=/dev/"))
+    elif program in ("tar", "bsdtar") and _extracts(cmd):
+        where = _option_value(cmd, ("-C", "--directory"))
+        if where is not None:
+            out.append(scope.write_finding(where, verb="tar extracts into"))
+    elif program in ("tar", "bsdtar", "zip", "7z") and (archive := _archive(cmd)) is not None:
+        out.append(scope.write_finding(archive, verb=f"{program} writes"))
+    elif program == "unzip" and (where := _option_value(cmd, ("-d",))) is not None:
+        out.append(scope.write_finding(where, verb="unzip extracts into"))
     elif not out:
         return None
     return out
+
+
+def _option_value(cmd: SimpleCommand, names: tuple[str, ...]) -> str | None:
+    """The value of an option (`-t dir`, `--target-directory=dir`, `-Cdir`), or None."""
+    args = cmd.args
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return None
+        if arg in names:
+            return args[i + 1] if i + 1 < len(args) else None
+        for name in names:
+            if name.startswith("--") and arg.startswith(name + "="):
+                return arg[len(name) + 1:]
+            if not name.startswith("--") and arg.startswith(name) and len(arg) > 2 and \
+                    cmd.program != "tar":
+                return arg[2:]
+        if cmd.program == "tar" and re.fullmatch(r"-[A-Za-z]*C", arg) and i + 1 < len(args):
+            return args[i + 1]  # `-xzC dir`: C ends the cluster, its value follows
+    return None
+
+
+def _archive(cmd: SimpleCommand) -> str | None:
+    """The archive a creating `tar -cf X` / `zip X ...` writes (not `-` for stdout)."""
+    if cmd.program == "zip":
+        pos = operands(cmd)
+        return pos[0] if pos else None
+    if cmd.program == "7z":
+        pos = operands(cmd)
+        return pos[1] if len(pos) > 1 and pos[0] in ("a", "u") else None
+    first = cmd.args[0] if cmd.args else ""
+    creating = (not first.startswith("-") and "c" in first) or any(
+        a == "--create" or (re.fullmatch(r"-[A-Za-z]+", a) and "c" in a) for a in cmd.args)
+    if not creating:
+        return None
+    for i, arg in enumerate(cmd.args):
+        if arg.startswith("--file="):
+            value = arg[7:]
+        elif (arg == "--file" or (re.fullmatch(r"-?[A-Za-z]*f", arg) and (
+                i == 0 or arg.startswith("-")))) and i + 1 < len(cmd.args):
+            value = cmd.args[i + 1]
+        else:
+            continue
+        return None if value == "-" else value
+    return None
+
+
+def _extracts(cmd: SimpleCommand) -> bool:
+    first = cmd.args[0] if cmd.args else ""
+    return (not first.startswith("-") and "x" in first) or any(
+        a in ("--extract", "--get") or (re.fullmatch(r"-[A-Za-z]+", a) and "x" in a)
+        for a in cmd.args)

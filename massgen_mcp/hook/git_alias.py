@@ -14,7 +14,7 @@ import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from massgen_mcp.hook.shell import SimpleCommand
+    from massgen_mcp.hook.command import SimpleCommand
 
 _GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
                             "--config-env", "--exec-path"})

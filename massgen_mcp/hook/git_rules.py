@@ -21,9 +21,11 @@ from __future__ import annotations
 import os
 import re
 
+from massgen_mcp.hook.command import SimpleCommand, subcommand
+from massgen_mcp.hook.lexer import UNKNOWN
+from massgen_mcp.hook.options import resolve_long
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
-from massgen_mcp.hook.shell import SimpleCommand, subcommand
 
 PROTECTED_BRANCH = re.compile(
     r"^(main|master|trunk|develop|development|dev|stable|staging|production|gh-pages"
@@ -62,7 +64,7 @@ def current_branch(cwd: str) -> str | None:
 def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     """Dangerous `git` invocations (see the module docstring for what is gated)."""
     sub, idx = subcommand(cmd, _GIT_GLOBAL_VALUES)
-    rest = SimpleCommand("git", cmd.args[idx + 1:])
+    rest = SimpleCommand("git", resolve_long(f"git {sub}", cmd.args[idx + 1:]))
     if "-C" in cmd.args[:idx]:  # `git -C repo push`: that repository's branch counts
         repo = scope.resolve(cmd.args[cmd.args.index("-C") + 1])
         if repo and os.path.isdir(repo):
@@ -132,6 +134,9 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
     for ref in refspecs:
         src, _, dst = ref.lstrip("+").partition(":")
         name = (dst or src).removeprefix("refs/heads/")
+        if UNKNOWN in name or "$" in name:
+            dests.append(None)  # a destination computed at run time
+            continue
         dests.append(current_branch(scope.cwd) if name in ("HEAD", "@") else name)
     if not refspecs:
         every = "--all" in args or "--branches" in args
@@ -140,8 +145,8 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
     for dest in dests:
         if dest is None:
             out.append(Finding("source_control", "git-force-push",
-                               f"{verb} a branch the hook cannot determine (no refspec, "
-                               "detached HEAD or --all); name the branch explicitly"))
+                               f"{verb} a branch the hook cannot determine (computed, no "
+                               "refspec, detached HEAD or --all); name the branch explicitly"))
         elif PROTECTED_BRANCH.match(dest):
             out.append(Finding("source_control", "git-force-push",
                                f"{verb} the shared branch '{dest}'"))

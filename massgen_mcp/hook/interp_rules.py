@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import re
 
+from massgen_mcp.hook.command import SimpleCommand
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
-from massgen_mcp.hook.shell import SimpleCommand
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,6 +69,8 @@ def inline_code(cmd: SimpleCommand) -> str | None:
     family = interpreter(cmd.program)
     if family is None:
         return None
+    if cmd.script_code is not None:
+        return cmd.script_code  # a script file the same line wrote, then runs
     if family in ("awk", "gawk", "mawk"):
         pos = [a for a in cmd.args if not a.startswith("-")]
         return pos[0] if pos else None
@@ -137,4 +139,82 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
     if _DECODES.search(code) and _EVALS.search(code):
         out.append(Finding("supply_chain", "inline-code",
                            f"{name} code decodes and runs hidden code"))
+    out.extend(computed_findings(name, code))
+    return out
+
+
+_DISPATCH = re.compile(r"\bgetattr\s*\(\s*[^,()]+,\s*(?![\"'][\w]+[\"']\s*[,)])"
+                       r"|\b(importlib\.import_module|__getattribute__|globals\(\)\s*\[|"
+                       r"vars\(\w*\)\s*\[|\.send\s*\(|\.public_send\s*\(|&\$\w+\s*\()")
+_SHELL_CALL = re.compile(r"\b(os\.system|os\.popen|subprocess\.\w+|Popen|check_output|"
+                         r"check_call|execSync|exec|spawnSync|spawn|execFileSync|system|"
+                         r"shell_exec|passthru|popen|IO\.popen|Open3\.\w+)\s*\(")
+_PURE_ARG = re.compile(r"""(?:\s|,|\[|\]|\{|\}|:|\w+\s*=\s*(?:True|False|None|true|false|\d+)"""
+                       r"""|(?:shell|check|text|capture_output|cwd|timeout|stdio|encoding)"""
+                       r"""\s*[:=]\s*(?:[\w.]+|""))*""")
+_OPENS = re.compile(r"\b(open|File\.open|fopen|writeFileSync|appendFileSync|writeFile"
+                    r"|appendFile|file_put_contents|File\.write)\s*\(")
+_ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.environ|%ENV)"
+                         r"(?![\w.\[])|\bENV\.(to_h|to_a|each|inspect|keys|values)\b"
+                         r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)")
+
+
+def _computed_write(func: str, arg: str) -> bool:
+    """Does this open/write call write a path that is not a literal?"""
+    literals: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        literals.append(next((g for g in m.groups() if g is not None), ""))
+        return f"\0{len(literals) - 1}\0"
+
+    text = _STRING.sub(keep, arg)
+    parts, depth, cur = [], 0, ""
+    for c in text:
+        if c == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        depth += c in "([{"
+        depth -= c in ")]}"
+        cur += c
+    parts.append(cur.strip())
+    first = parts[0]
+    if re.fullmatch(r"\0\d+\0", first):
+        return False
+    if func in ("open", "File.open", "fopen"):
+        mode = parts[1] if len(parts) > 1 else ""
+        m = re.fullmatch(r"(?:mode\s*=\s*)?\0(\d+)\0", mode)
+        return bool(m and re.search(r"[wax+]", literals[int(m.group(1))]))
+    return True
+
+
+def _call_arg(code: str, start: int) -> str:
+    depth, j = 1, start
+    while j < len(code) and depth:
+        depth += code[j] == "("
+        depth -= code[j] == ")"
+        j += 1
+    return code[start:j - 1]
+
+
+def computed_findings(name: str, code: str) -> list[Finding]:
+    """What the code decides at run time: the function it calls, the command it runs, the
+    file it writes; and a dump of the whole environment."""
+    out: list[Finding] = []
+    if _DISPATCH.search(code):
+        out.append(Finding("supply_chain", "inline-code",
+                           f"{name} code calls a function chosen at run time"))
+    for m in _SHELL_CALL.finditer(code):
+        arg = _STRING.sub("", _call_arg(code, m.end()))
+        if not _PURE_ARG.fullmatch(arg):
+            out.append(Finding("supply_chain", "inline-code",
+                               f"{name} code runs a command built at run time "
+                               f"({m.group(1)}); the hook cannot see it"))
+            break
+    if any(_computed_write(m.group(1), _call_arg(code, m.end())) for m in _OPENS.finditer(code)):
+        out.append(Finding("exfiltration", "inline-write",
+                           f"{name} code writes a file whose path is computed at run time"))
+    if _ENV_OBJECT.search(code):
+        out.append(Finding("secrets", "env-dump",
+                           f"{name} code reads the whole environment (every key in it)"))
     return out

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.bash_rules import check_bash, sql_finding
+from massgen_mcp.hook.command import wordset
 from massgen_mcp.hook.matching import split_mcp_name
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope
-from massgen_mcp.hook.shell import wordset
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
@@ -56,7 +56,11 @@ for _group, _verbs, _what in (
     for _verb in _verbs.split():
         _VERBS[_verb] = (_group, _what)
 
-_COMMAND_ARGS = ("command", "cmd", "script", "shell_command", "bash")
+_COMMAND_ARGS = ("command", "cmd", "script", "shell_command", "bash", "argv")
+_ARGV_ARGS = ("args", "argv", "arguments")
+_SHELL_WORDS = wordset("shell exec execute run command cmd terminal bash sh process spawn "
+                       "subprocess desktop commander")
+READ_TOOLS: dict[str, str] = {"Read": "file_path", "NotebookRead": "notebook_path"}
 _SQL_ARGS = ("sql", "query", "statement", "statements")
 _SQL_HINTS = wordset(
     "sql postgres postgresql pg mysql sqlite db database supabase bigquery snowflake duckdb "
@@ -72,8 +76,35 @@ def name_words(name: str) -> list[str]:
     return [w.lower() for w in _WORDS.findall(name)]
 
 
+def _argv_line(argv: list[Any]) -> str:
+    """An argv list as the command line it amounts to (each element one word)."""
+    return " ".join("'" + str(a).replace("'", "'\\''") + "'" for a in argv)
+
+
+def command_lines(args: dict[str, Any], words: list[str]) -> list[str]:
+    """The command lines an MCP tool's arguments carry: strings, argv lists, or a program
+    with its argument list (`{"cmd": "git", "args": ["push", ...]}`)."""
+    lines: list[str] = []
+    shellish = bool(_SHELL_WORDS.intersection(words))
+    for key in _COMMAND_ARGS:
+        value = args.get(key)
+        if isinstance(value, str):
+            rest = next((args[k] for k in _ARGV_ARGS if isinstance(args.get(k), list)), None)
+            lines.append(value + " " + _argv_line(rest) if rest and shellish else value)
+        elif isinstance(value, list) and value:
+            lines.append(_argv_line(value))
+    if shellish and not any(isinstance(args.get(k), str) for k in _COMMAND_ARGS):
+        lines.extend(_argv_line(args[k]) for k in _ARGV_ARGS
+                     if isinstance(args.get(k), list) and args[k])
+    return lines
+
+
 def check_call(tool_name: str, tool_input: dict[str, Any], scope: Scope) -> list[Finding]:
     """Every dangerous pattern one tool call matches (empty: ordinary work)."""
+    if tool_name in READ_TOOLS:
+        path = tool_input.get(READ_TOOLS[tool_name])
+        finding = scope.read_finding(path) if isinstance(path, str) and path else None
+        return [finding] if finding else []
     if tool_name == "Bash":
         command = tool_input.get("command")
         return check_bash(command, scope) if isinstance(command, str) else []
@@ -98,10 +129,8 @@ def _check_mcp(server: str, tool: str, args: dict[str, Any], scope: Scope) -> li
             findings.append(Finding(group, f"mcp-{word}",
                                     f"MCP tool {tool} on server {server} {what} ('{word}')"))
             break
-    for key in _COMMAND_ARGS:
-        value = args.get(key)
-        if isinstance(value, str):
-            findings.extend(check_bash(value, scope))
+    for line in command_lines(args, words + name_words(server)):
+        findings.extend(check_bash(line, scope))
     if _SQL_HINTS.intersection(words + name_words(server)):
         for key in _SQL_ARGS:
             value = args.get(key)

@@ -4,16 +4,24 @@ Rules for paths a tool call writes or deletes (choices, documented):
 
 - The workspace is the checkpoint session's workspace, else `$CLAUDE_PROJECT_DIR`, else
   the hook input's `cwd`. Writing or deleting inside it is the agent's normal work.
-- Absolute paths under a temp root (`/tmp`, `/var/tmp`, `$TMPDIR`) are scratch space and
-  allowed, but not the temp root itself. A *relative* path that climbs out of the
-  workspace (`../x`) is outside even when it lands in a temp dir: climbing out is the act.
+- Shared temp roots (`/tmp`, `/var/tmp`, `/dev/shm`) are outside the workspace like any
+  other directory: other people's temp data is data. Only a *private* temp dir the operator
+  configures is scratch space: `$MASSGEN_MCP_TMPDIR`, `$CLAUDE_CODE_TMPDIR`, or `$TMPDIR`
+  when it is not itself a shared root (all read from the hook's own environment, which
+  the agent does not set). A relative path that climbs out of the workspace (`../x`) is
+  outside even when it lands there: climbing out is the act.
+- Writing a device other than the harmless ones (`/dev/null`, the standard streams) is
+  destruction (`> /dev/sda`, `dd of=/dev/nvme0n1`).
 - `/`, the home directory and its ancestors, and the workspace root and its ancestors are
   never a fine target for a recursive delete.
 - Secret files and guardrail files are dangerous to write anywhere, inside the workspace
   included. Example/template env files (`.env.example`, `.env.sample`, ...) are not secrets.
 - A path built from a variable the hook cannot see (`$BUILD_DIR/`, `$(...)`) is unknown,
-  and an unknown delete target is treated as dangerous: if the variable were empty the
-  command would reach `/`.
+  and an unknown delete or write target is treated as dangerous: if the variable were
+  empty the command would reach `/`. After a `cd` to a directory the hook cannot
+  determine, every relative path is unknown too.
+- Links made earlier in the same line (`ln -s / r && rm -rf r/`) are followed like the
+  links already on disk (`Scope.links`).
 
 Standard library only.
 """
@@ -41,8 +49,11 @@ _SECRET_SUFFIX = (("/.kube/config", "a cluster credentials file"),
                   ("/.docker/config.json", "a registry credentials file"),
                   ("/massgen-mcp/plan.key", "the key that signs checkpoint plans"))
 _GLOB = re.compile(r"[*?\[]")
-_HARMLESS_DEVICE = re.compile(r"^/(dev/(null|zero|stdout|stderr|stdin|tty|fd/\d+)"
-                              r"|proc/self/fd/[012])$")
+_HARMLESS_DEVICE = re.compile(r"^/(dev/(null|zero|full|u?random|stdout|stderr|stdin|tty"
+                              r"|fd/\d+|pts/\d+)|proc/self/fd/[012])$")
+_ENVIRON = re.compile(r"(^|/)proc/[^/]+/(task/[^/]+/)?environ$")
+SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm", "/private/tmp", "/private/var/tmp")
+UNKNOWN_CWD = "\0cwd"  # after `cd "$X"`: where relative paths point is not known
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
@@ -58,6 +69,8 @@ def is_under(path: str, root: str) -> bool:
 
 def secret_kind(path: str) -> str | None:
     """What kind of secret a path names, or None. `.pub` keys and `.env.example` are not."""
+    if _ENVIRON.search(path):
+        return "a process environment (every key in it)"
     name = os.path.basename(path)
     if name.endswith(".pub") or _TEMPLATE_ENV.match(name):
         return None
@@ -95,25 +108,50 @@ def guardrail_finding(path: str) -> Finding | None:
     return None
 
 
+_TEMP_HINT = (" (shared temp dirs count as outside; use a dir inside the workspace, or the "
+              "operator's private temp dir, MASSGEN_MCP_TMPDIR)")
+
+
+def _temp_hint(path: str) -> str:
+    shared = any(is_under(path, os.path.realpath(r)) for r in SHARED_TEMP)
+    return _TEMP_HINT if shared else ""
+
+
 def _key_dir() -> str:
     return os.path.realpath(os.path.dirname(key_path()))
 
 
-class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
-    """The directories a hook decision is relative to (all absolute, symlinks resolved)."""
+def private_temp_roots() -> tuple[str, ...]:
+    """The operator's private temp dirs (see the module docstring); shared roots never."""
+    shared = {os.path.realpath(r) for r in SHARED_TEMP} | {"/"}
+    roots = {os.path.realpath(r) for r in (os.environ.get("MASSGEN_MCP_TMPDIR"),
+                                           os.environ.get("CLAUDE_CODE_TMPDIR"),
+                                           os.environ.get("TMPDIR")) if r and os.path.isabs(r)}
+    from massgen_mcp.hook.expand import FRESH_TEMP
+
+    return tuple(sorted((roots - shared) | {FRESH_TEMP}))
+
+
+class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=((),))):
+    """The directories a hook decision is relative to (all absolute, symlinks resolved).
+
+    `links` holds (link, target) pairs for links the line creates before it uses them.
+    """
 
     __slots__ = ()
 
     @classmethod
     def create(cls, cwd: str, workspace: str | None = None) -> Scope:
         cwd = os.path.realpath(cwd)
-        roots = {"/tmp", "/var/tmp", os.environ.get("TMPDIR", "/tmp")}
-        temp = tuple(sorted({os.path.realpath(r) for r in roots if r and r != "/"}))
         home = os.path.realpath(os.path.expanduser("~"))
-        return cls(cwd, os.path.realpath(workspace or cwd), home, temp)
+        return cls(cwd, os.path.realpath(workspace or cwd), home, private_temp_roots())
 
     def with_cwd(self, cwd: str) -> Scope:
-        return Scope(os.path.realpath(cwd), self.workspace, self.home, self.temp_roots)
+        where = cwd if cwd == UNKNOWN_CWD else os.path.realpath(cwd)
+        return self._replace(cwd=where)
+
+    def with_link(self, link: str, target: str) -> Scope:
+        return self._replace(links=((link, target), *self.links))
 
     def expand(self, word: str) -> str | None:
         """`~`, `$HOME` and environment variables expanded; None if something stays unknown."""
@@ -136,16 +174,47 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
     def resolve(self, word: str) -> str | None:
         """The absolute, normalized path a word names (None if it depends on unknowns)."""
         expanded = self.expand(word)
-        if expanded is None or expanded == "":
+        if expanded is None or expanded == "" or "\0" in expanded:
             return None
-        return os.path.realpath(os.path.join(self.cwd, expanded))
+        if self.cwd == UNKNOWN_CWD and not os.path.isabs(expanded):
+            return None
+        path = os.path.realpath(os.path.join(self.cwd, expanded))
+        for _ in range(8):  # links the line made, possibly through one another
+            for link, target in self.links:
+                if is_under(path, link):
+                    path = os.path.realpath(target + path[len(link):])
+                    break
+            else:
+                break
+        return path
+
+    def secret(self, word: str) -> str | None:
+        """What secret a word names: as written, resolved, or through the files a glob
+        matches (`cat .en?` reads `.env`), the guard's own key and state included."""
+        kind = secret_kind(word)
+        if kind or self.cwd == UNKNOWN_CWD:
+            return kind
+        candidates = [p for p in [self.resolve(word)] if p]
+        if _GLOB.search(word):
+            from massgen_mcp.hook.expand import glob_matches
+
+            candidates += [os.path.realpath(p) for p in glob_matches(
+                self.expand(word) or word, self.cwd, self.home)]
+        for path in candidates:
+            if is_under(path, _key_dir()):
+                return "the guard's signing key and plan state"
+            if kind := secret_kind(path):
+                return kind
+        return None
 
     def climbs_out(self, word: str) -> bool:
-        """A relative path that leaves the workspace (`../x` from its root)."""
+        """A relative path that climbs out of the workspace (`../x` from its root); a plain
+        `x` in a directory the line moved to is not climbing."""
         if word.startswith(("/", "~", "$")):
             return False
         path = self.resolve(word)
-        return path is not None and not is_under(path, self.workspace)
+        return path is not None and not is_under(path, self.workspace) and not (
+            self.cwd != UNKNOWN_CWD and is_under(path, self.cwd))
 
     def in_temp(self, path: str) -> bool:
         """Scratch space: under a temp root, but not the root itself, nor under home.
@@ -154,7 +223,10 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
         """
         if is_under(path, self.home) or is_under(self.home, path):
             return False
-        return any(is_under(path, root) and path != root for root in self.temp_roots)
+        from massgen_mcp.hook.expand import FRESH_TEMP
+
+        return any(is_under(path, root) and (path != root or root == FRESH_TEMP)
+                   for root in self.temp_roots)
 
     def delete_finding(self, word: str) -> Finding | None:
         """Why deleting `word` recursively is dangerous, or None when it is ordinary work."""
@@ -194,11 +266,12 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
             if rel == ".git" or rel.startswith(".git/"):
                 return Finding("source_control", "rm-git-dir",
                                f"recursive delete of {what}: the repository's .git directory")
-            return None
+            return self.guard_removal(path, what)
         if self.in_temp(path) and not self.climbs_out(target):
             return None
         return Finding("destruction", "rm-outside-workspace",
-                       f"recursive delete of {what}, outside the workspace {self.workspace}")
+                       f"recursive delete of {what}, outside the workspace {self.workspace}"
+                       f"{_temp_hint(path)}")
 
     def _pattern_finding(self, path: str, pattern: str, what: str) -> Finding | None:
         """Deleting the entries of `path` that match `pattern` (not every entry)."""
@@ -211,6 +284,32 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
             return None
         return self.delete_finding(path)
 
+    def read_finding(self, word: str) -> Finding | None:
+        """Reads the Read tool must not do: the guard's key and state, a process's
+        environment. (Other secret files are left to Claude Code's own permission rules.)"""
+        path = os.path.realpath(word) if os.path.isabs(word) else self.resolve(word)
+        if path and is_under(path, _key_dir()):
+            return Finding("secrets", "guard-secret",
+                           f"reads {word}, the guard's signing key and plan state")
+        if path and _ENVIRON.search(path):
+            return Finding("secrets", "print-secret", f"reads {word}, a process environment")
+        return None
+
+    def guard_removal(self, path: str, what: str) -> Finding | None:
+        """Deleting or moving away the files that register and feed the guard."""
+        claude = os.path.join(self.workspace, ".claude")
+        if path == claude or (os.path.dirname(path) == claude
+                              and os.path.basename(path).startswith("settings")):
+            return Finding("access_control", "guardrail-file",
+                           f"removes {what}, the Claude Code settings that register this hook")
+        finding = guardrail_finding(path)
+        if finding and finding.group == "access_control":
+            return finding
+        if is_under(_key_dir(), path):
+            return Finding("access_control", "guardrail-file",
+                           f"removes {what}, which holds the guard's key and plans")
+        return None
+
     def write_finding(self, word: str, *, verb: str = "writes") -> Finding | None:
         """Why writing the file `word` is dangerous, or None when it is ordinary work.
 
@@ -220,13 +319,17 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
         if word.startswith("&") or word.isdigit():
             return None  # `>&2`: a file descriptor, not a file
         expanded = self.expand(word)
-        if expanded is None:
-            return None
-        if _HARMLESS_DEVICE.match(os.path.normpath(os.path.join(self.cwd, expanded))):
+        if expanded is not None and _HARMLESS_DEVICE.match(os.path.normpath(os.path.join(
+                "/" if self.cwd == UNKNOWN_CWD else self.cwd, expanded))):
             return None
         path = self.resolve(word)
         if path is None:
-            return None
+            shown = word.replace("\0", "$(...)")
+            return Finding("exfiltration", "write-unknown-target",
+                           f"{verb} {shown}, a path the hook cannot resolve (a variable or "
+                           "substitution, or a directory it cannot follow)")
+        if path.startswith("/dev/") and not _HARMLESS_DEVICE.match(path):
+            return Finding("destruction", "device-write", f"{verb} {word}, a device")
         kind = secret_kind(path)
         if kind:
             return Finding("secrets", "secret-file", f"{verb} {word}, {kind}")
@@ -236,4 +339,4 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots")):
         if is_under(path, self.workspace) or (self.in_temp(path) and not self.climbs_out(word)):
             return None
         return Finding("exfiltration", "write-outside-workspace",
-                       f"{verb} {word}, outside the workspace {self.workspace}")
+                       f"{verb} {word}, outside the workspace {self.workspace}{_temp_hint(path)}")

@@ -16,8 +16,16 @@ from __future__ import annotations
 import os
 import re
 
+from massgen_mcp.hook import channels
+from massgen_mcp.hook.command import Analysis, SimpleCommand, _quote, shell_script
+from massgen_mcp.hook.command import command_head as command_head  # main.py imports it here
+from massgen_mcp.hook.expand import expand_words, glob_program, param_expand, tilde_user
 from massgen_mcp.hook.lexer import UNKNOWN, Op, Redir, Word, lex
-from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.options import resolve_long
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
@@ -55,70 +63,8 @@ SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "
 _RESERVED = frozenset({"if", "then", "elif", "else", "fi", "do", "done", "while", "until",
                        "esac", "{", "}", "!", "time", "coproc", "in"})
 _WHICH = frozenset({"which", "command", "type", "whereis", "readlink", "realpath"})
+_DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _MAX_DEPTH = 6
-
-
-class SimpleCommand:
-    """One simple command: program (basename), arguments, redirections, how it gets input.
-
-    `stdin_code` is the text a heredoc or here-string feeds it; `from_xargs` says its
-    arguments also come from stdin; `pipe_stage` is its index in a pipeline (0: first or
-    alone); `computed` says its program name is decided at run time.
-    """
-
-    __slots__ = ("args", "computed", "from_xargs", "pipe_stage", "program", "raw_program",
-                 "redir_words", "redirects", "stdin_code", "words")
-
-    def __init__(self, program: str, args: list[str] | None = None,
-                 redirects: list[tuple[str, str]] | None = None, raw_program: str = "") -> None:
-        self.program = program
-        self.args = args or []
-        self.redirects = redirects or []
-        self.raw_program = raw_program or program
-        self.computed = False
-        self.from_xargs = False
-        self.pipe_stage = 0
-        self.stdin_code: str | None = None
-        self.words: list[Word] = []
-        self.redir_words: list[Redir] = []
-
-    def __repr__(self) -> str:
-        return f"SimpleCommand({self.program!r}, {self.args!r}, {self.redirects!r})"
-
-    def positionals(self) -> list[str]:
-        """Arguments that are not options (everything after `--` counts)."""
-        out: list[str] = []
-        after_dashes = False
-        for arg in self.args:
-            if after_dashes or not arg.startswith("-") or arg == "-":
-                out.append(arg)
-            elif arg == "--":
-                after_dashes = True
-        return out
-
-    def has_short_flag(self, letter: str) -> bool:
-        """True if a short-option cluster (`-rf`, `-fdx`) contains `letter`."""
-        return any(
-            a.startswith("-") and not a.startswith("--") and letter in a[1:] for a in self.args
-        )
-
-    def has_long(self, *names: str) -> bool:
-        """True if any argument is one of the long options (or `--name=value`)."""
-        return any(a in names or a.split("=", 1)[0] in names for a in self.args)
-
-
-class Analysis:
-    """Every simple command of a line, its pipelines, and what could not be analysed."""
-
-    __slots__ = ("commands", "findings", "pipelines")
-
-    def __init__(self) -> None:
-        self.commands: list[SimpleCommand] = []
-        self.pipelines: list[list[SimpleCommand]] = []
-        self.findings: list[Finding] = []
-
-    def gate(self, detail: str, rule: str = "unanalysable", group: str = "supply_chain") -> None:
-        self.findings.append(Finding(group, rule, detail))
 
 
 def analyse(command: str) -> Analysis:
@@ -145,6 +91,7 @@ def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None
     redirs: list[Redir] = []
     pipeline: list[SimpleCommand] = []
     skip = ""  # "for" header / "case" word / case "pattern" being skipped
+    keyword = ""  # `time` (its -p follows) or `coproc` (a NAME may follow) just seen
 
     def finish(end_pipeline: bool) -> None:
         nonlocal words, redirs, pipeline
@@ -158,8 +105,9 @@ def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None
             out.pipelines.append(pipeline)
             pipeline = []
 
-    for tok in tokens:
+    for idx, tok in enumerate(tokens):
         if isinstance(tok, Op):
+            keyword = ""
             if skip in ("for", "for-name"):
                 skip = ""
             if skip == "pattern" and tok.value == ")":
@@ -185,7 +133,20 @@ def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None
             if skip == "case" and value == "in":
                 skip = "pattern"
             continue
+        if not words and not tok.quoted and keyword:
+            nxt = tokens[idx + 1] if idx + 1 < len(tokens) else None
+            if keyword == "time" and value in ("-p", "--"):
+                continue
+            if keyword == "coproc" and (
+                    (isinstance(nxt, Word) and nxt.value == "{" and not nxt.quoted)
+                    or (isinstance(nxt, Op) and nxt.value == "(")):
+                keyword = ""
+                continue  # `coproc NAME { ...; }`: NAME names the coprocess
+        keyword = ""
         if not words and not tok.quoted:
+            if value in ("time", "coproc"):
+                keyword = value
+                continue
             if value in ("for", "select"):
                 skip = "for-name"
                 continue
@@ -199,53 +160,103 @@ def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None
 
 
 def _subst_vars(word: Word, variables: dict[str, str]) -> str:
+    """Parameters the line itself set, expanded (`${x%/*}` too); others stay as written."""
     if "$" not in word.value:
         return word.value
-
-    def sub(m: re.Match[str]) -> str:
-        return variables.get(m.group(1), m.group(0))
-
-    return _VAR_REF.sub(sub, word.value)
+    return param_expand(word.value, variables.get)
 
 
 def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
              variables: dict[str, str]) -> SimpleCommand | None:
+    words = expand_words(words, os.environ.get("HOME", "~"), simple_commands)
+
+    def run(script: str) -> None:
+        _script(script, out, depth + 1, variables)
+
     for word in words:
+        if "${!" in word.value:
+            out.gate("expands a variable whose name is computed at run time (`${!...}`)",
+                     rule="indirect-expansion")
         for _kind, body in word.subs:
             _script(body, out, depth + 1, variables)
     for redir in redirs:
         for _kind, body in redir.target.subs if redir.target else ():
             _script(body, out, depth + 1, variables)
     i = 0
+    env: dict[str, str] = {}
     while i < len(words) and (m := _ASSIGNMENT.match(words[i].value)):
-        value = words[i].value[m.end():]
-        variables[m.group(1)] = UNKNOWN if words[i].dynamic else value
-        if m.group(1) == "IFS":
-            out.gate("sets IFS, so words split where the hook cannot follow", rule="ifs")
+        _assign(m.group(1), words[i], m.end(), env, variables, out, run)
         i += 1
     values = [_subst_vars(w, variables) for w in words[i:]]
     kept = words[i:]
-    redirects = [(r.op, r.target.value if r.target else "") for r in redirs]
+    redirects = [(r.op, _redirect_target(r.target, variables) if r.target else "")
+                 for r in redirs]
     if not values:
         return _record(out, SimpleCommand("", [], redirects)) if redirects else None
+    n = len(values)
     values, kept, from_xargs = _strip_wrappers(values, kept, out, depth, variables)
+    for k, word in enumerate(words[i:i + n - len(values)]):  # `env NAME=value cmd`
+        if (m := _ASSIGNMENT.match(word.value)) and k:
+            _assign(m.group(1), word, m.end(), env, variables, out, run)
     if not values:  # `exec 3>~/.bashrc`: the redirections still happen
         return _record(out, SimpleCommand("", [], redirects)) if redirects else None
+    if values[0] in out.aliases and kept and not kept[0].quoted:
+        run(" ".join([out.aliases[values[0]], *(_quote(v) for v in values[1:])]))
+        return None
+    if (matches := glob_program(values[0])) is not None and kept and not kept[0].quoted:
+        if not matches:
+            out.gate(f"runs a program named by the pattern `{values[0]}`", rule="computed-program")
+        values = [*matches, *values[1:]] if matches else values
     program, computed = _program(values[0], kept[0] if kept else None, out)
     if " " in program.strip() and not computed:  # `x="rm -rf"; $x /`
         values = program.split() + values[1:]
         program = values[0]
-    cmd = SimpleCommand(program.rsplit("/", 1)[-1], values[1:], redirects, raw_program=program)
-    cmd.words, cmd.computed, cmd.from_xargs = kept, computed, from_xargs
+    base = program.rsplit("/", 1)[-1]
+    if base == "git" and ("GIT_CONFIG_COUNT" in variables or any(
+            v.startswith("--config-env=") for v in values)):
+        values = channels.git_env_config(values, {**variables, **env}, out)
+    cmd = SimpleCommand(base, resolve_long(base, values[1:]), redirects, raw_program=program)
+    cmd.words, cmd.computed, cmd.from_xargs, cmd.env = kept, computed, from_xargs, env
     cmd.redir_words = [r for r in redirs if r.target is not None]
     for redir in redirs:
         if redir.op in ("<<", "<<-") and redir.body is not None:
             cmd.stdin_code = redir.body
         elif redir.op == "<<<" and redir.target is not None:
             cmd.stdin_code = redir.target.value
+    if base in _DECLARE:
+        for word in kept[1:]:
+            if m := _ASSIGNMENT.match(word.value):
+                _assign(m.group(1), word, m.end(), env, variables, out, run)
+    if base == "alias":
+        for arg in cmd.args:
+            name, eq, value = arg.partition("=")
+            if eq:
+                out.aliases[name] = value
     _record(out, cmd)
     _inner(cmd, out, depth, variables)
+    channels.script_runs(cmd, out, SHELLS, run)
+    channels.record_writes(cmd, out)
     return cmd
+
+
+def _redirect_target(word: Word, variables: dict[str, str]) -> str:
+    """What a redirection writes or reads; `>(...)` is the pipe bash passes (/dev/fd/N)."""
+    if word.value == UNKNOWN and len(word.subs) == 1 and word.subs[0][0] in ("in", "out"):
+        return "/dev/fd/63"
+    return tilde_user(_subst_vars(word, variables))
+
+
+def _assign(name: str, word: Word, start: int, env: dict[str, str],
+            variables: dict[str, str], out: Analysis, run: Callable[[str], None]) -> None:
+    """One `NAME=value` (prefix, `env`, `export`): remembered, and judged if it runs code."""
+    value = _subst_vars(word, variables)[start:] if "$" in word.value else word.value[start:]
+    if value.startswith("~/") or value == "~":
+        value = os.environ.get("HOME", "~") + value[1:]
+    known = UNKNOWN if word.dynamic and ("$" in value or UNKNOWN in value) else value
+    variables[name] = env[name] = known
+    if name == "IFS":
+        out.gate("sets IFS, so words split where the hook cannot follow", rule="ifs")
+    channels.env_assigned(name, known, out, run)
 
 
 def _record(out: Analysis, cmd: SimpleCommand) -> SimpleCommand:
@@ -279,7 +290,7 @@ def _program(value: str, word: Word | None, out: Analysis) -> tuple[str, bool]:
 
 def _strip_wrappers(values: list[str], words: list[Word], out: Analysis, depth: int,
                     variables: dict[str, str]) -> tuple[list[str], list[Word], bool]:
-    i, from_xargs = 0, False
+    i, start, from_xargs = 0, 0, False
     while i < len(values):
         value = values[i]
         if _ASSIGNMENT.match(value) and i:
@@ -299,6 +310,9 @@ def _strip_wrappers(values: list[str], words: list[Word], out: Analysis, depth: 
                 return [], [], from_xargs
             i += 2 if values[i] in takes_value else 1
         i += _TAKES_OPERAND.get(name, 0)
+        if i >= len(values):  # `env` alone prints the environment: it is the command
+            return values[start:], words[start:], from_xargs
+        start = i
     return values[i:], words[i:], from_xargs
 
 
@@ -311,7 +325,8 @@ def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, s
         script = shell_script(cmd)
         if script is not None:
             _script(script, out, depth + 1, variables)
-        elif cmd.stdin_code is not None and not cmd.positionals():
+        elif cmd.stdin_code is not None and cmd.positionals()[:1] in (
+                [], ["/dev/stdin"], ["/dev/fd/0"], ["/proc/self/fd/0"], ["-"]):
             _script(cmd.stdin_code, out, depth + 1, variables)
         sources = [*cmd.words[1:], *(r.target for r in cmd.redir_words if r.target)]
         if any(w.subs and w.subs[0][0] == "in" for w in sources):
@@ -348,51 +363,3 @@ def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, s
 
         for script in expand_git(cmd):
             _script(script, out, depth + 1, variables)
-
-
-def shell_script(cmd: SimpleCommand) -> str | None:
-    """The `-c` script of a shell command (`bash -lc '...'` included), or None."""
-    for i, arg in enumerate(cmd.args):
-        if arg.startswith("-") and not arg.startswith("--") and "c" in arg:
-            return cmd.args[i + 1] if i + 1 < len(cmd.args) else ""
-        if not arg.startswith("-"):
-            return None
-    return None
-
-
-def _quote(word: str) -> str:
-    return "'" + word.replace("'", "'\\''") + "'" if re.search(r"[^\w@%+=:,./{}-]", word) else word
-
-
-def subcommand(cmd: SimpleCommand, value_options: frozenset[str] = frozenset()) -> tuple[str, int]:
-    """The first non-option argument and its index (`git -C x push` -> ("push", 2))."""
-    i = 0
-    while i < len(cmd.args):
-        arg = cmd.args[i]
-        if not arg.startswith("-"):
-            return arg, i
-        i += 2 if arg in value_options else 1
-    return "", len(cmd.args)
-
-
-def command_head(cmd: SimpleCommand) -> str:
-    """What kind of command this is, for grouping: program plus its subcommand.
-
-    `git push origin x` -> "git push"; `python manage.py migrate` -> "python manage.py
-    migrate" (a script name is not a subcommand, so one more word is taken).
-    """
-    words = [cmd.program]
-    for arg in cmd.args:
-        if arg.startswith("-"):
-            continue
-        words.append(arg)
-        if "." not in arg and "/" not in arg:
-            break
-        if len(words) >= 3:
-            break
-    return " ".join(words)
-
-
-def wordset(text: str) -> frozenset[str]:
-    """A set of names written as one space-separated string (keeps long tables readable)."""
-    return frozenset(text.split())
