@@ -82,7 +82,7 @@ def test_inspector_calls_run_consensus(provider, tmp_path: Path) -> None:
     assert data["final_answer"] == "FINAL: from the inspector"
     assert data["winner"]["agent_id"] == "b"
     assert data["task"] == "Which queue?"
-    assert result["content"][0]["text"].startswith("FINAL: from the inspector")
+    assert result["content"][0]["text"].startswith("Winner: b (n-b) with 3/3 votes")
     assert len(provider.requests_for("n-b")) >= 2  # the real providers were really called
 
 
@@ -102,10 +102,9 @@ def test_typescript_client_answers_sampling_with_progress(tmp_path: Path) -> Non
     assert data["status"] == "completed", data
     assert data["final_answer"] == "FINAL: spaces, via sampling"
     assert data["team"] == "sampling"
-    assert {a["provider"] for a in data["agents"]} == {"sampling"}
+    assert all("(sampling/" in a for a in data["agents"])
     assert len(data["agents"]) == 3
-    assert sorted(a["text"] for a in data["answers"]) == [
-        f"Answer {i} via sampling" for i in (1, 2, 3)]
+    assert data["totals"]["answers"] == 3
     assert all(v["reason"] == "agent1 is the clearest" for v in data["votes"])
 
     sampling = out["sampling"]

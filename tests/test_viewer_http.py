@@ -54,7 +54,7 @@ async def test_the_http_transport_serves_runs_behind_its_token_live_too(
                           mode="legacy") as c:
             done = await c.call_tool("run_consensus", {"task": "first", "team": str(first_team)})
             first = done.structured_content["run_id"]
-            hint = done.content[-1].text.splitlines()[-1]  # type: ignore[union-attr]
+            hint = done.content[0].text.splitlines()[-1]  # type: ignore[union-attr]
             assert hint.startswith("— Watch: http://127.0.0.1:") and first in hint
             started = await c.call_tool("run_consensus", {"task": "second", "wait": False,
                                                           "team": str(gated_team)})

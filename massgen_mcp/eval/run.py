@@ -423,11 +423,10 @@ class _Runner:
 
         async def one(item: Item) -> None:
             async with limiter:
-                if budget is not None:
-                    if self.spent + self._solo_cost(best) * (k - 1) > budget:
-                        self.stopped = (f"budget: self-consistency stopped before item "
-                                        f"{item.id} (spent ${self.spent:.4f})")
-                        return
+                if budget is not None and self.spent + self._solo_cost(best) * (k - 1) > budget:
+                    self.stopped = (f"budget: self-consistency stopped before item "
+                                    f"{item.id} (spent ${self.spent:.4f})")
+                    return
                 self._save(item.id, {"self-consistency": await self._sc(item, best, k)})
                 self.latency.save(item.id, {})
 

@@ -2,6 +2,9 @@
 
     host.py        what tool bodies share: team choice, progress, background runs, errors
     tools.py       run tools, run resources, prompts
+    result_size.py the compact result clients get by default, and size limits
+    tasks.py       MCP Tasks (io.modelcontextprotocol/tasks): long calls answered with a task
+    apps.py        the run viewer as an MCP App (io.modelcontextprotocol/ui)
     mode_tools.py  plan and checkpoint tools
     transports.py  stdio, streamable HTTP, SSE; bearer token, Host/Origin checks, signals
 """
@@ -19,7 +22,12 @@ from massgen_mcp import __version__
 from massgen_mcp.app import App
 from massgen_mcp.server.host import ToolHost
 from massgen_mcp.server.mode_tools import register_mode_tools
-from massgen_mcp.server.tools import register_prompts, register_resources, register_run_tools
+from massgen_mcp.server.tools import (
+    register_prompts,
+    register_resources,
+    register_run_tools,
+    tool_result,
+)
 
 INSTRUCTIONS = (
     "massgen-mcp asks a team of models (different providers) instead of one: each agent "
@@ -43,12 +51,18 @@ class _Server(MCPServer):
                          annotations, icons, meta, structured_output)
 
 
-def build_server(app: App) -> tuple[MCPServer, ToolHost]:
-    """The MCPServer with every tool, resource and prompt registered."""
-    mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
-                    version=__version__, instructions=INSTRUCTIONS,
-                    website_url="https://github.com/massgen-mcp/massgen-mcp")
+def build_server(app: App, *, tasks: bool = True) -> tuple[MCPServer, ToolHost]:
+    """The MCPServer with every tool, resource and prompt registered, and the MCP Tasks
+    extension (server/tasks.py) unless `tasks` is false."""
+    from massgen_mcp.server.apps import apps_extension
+    from massgen_mcp.server.tasks import TasksExtension
+
     host = ToolHost(app)
+    mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
+                  version=__version__, instructions=INSTRUCTIONS,
+                  website_url="https://github.com/massgen-mcp/massgen-mcp",
+                  extensions=[*([TasksExtension(host, render=tool_result)] if tasks else []),
+                              apps_extension()])
     register_run_tools(mcp, host)
     register_mode_tools(mcp, host)
     register_resources(mcp, app)

@@ -79,6 +79,11 @@ class ToolHost:
             return False
 
     async def run(self, prepared: PreparedRun, ctx: Context, wait: bool) -> RunResult:
+        from massgen_mcp.server.tasks import current_task
+
+        task = current_task()
+        if task is not None:  # an MCP task: the client gets its id now and polls tasks/get
+            task.bind(prepared.run_id)
         if not wait:
             if self.background is None:
                 raise ToolError("background runs are not available in this server mode; "
@@ -109,10 +114,16 @@ class ToolHost:
         sent = 0
         last = anyio.current_time()
 
+        from massgen_mcp.server.tasks import current_task
+
+        task = current_task()
+
         async def report(message: str) -> None:
             nonlocal sent, last
             sent += 1
             last = anyio.current_time()
+            if task is not None:
+                task.progress(message)
             try:
                 await ctx.report_progress(sent, None, message)
             except Exception:  # a client that went away must not stop the run

@@ -33,6 +33,20 @@ class ExecutorTool(BaseModel):
         description="JSON schema of its arguments, or a signature like 'deploy(env: str)'.")
 
 
+def _plan_summary(out: PlanResult) -> str:
+    """The plan tool's text: a short summary (the plan itself, as JSON and Markdown, is in the
+    structured result; the text does not repeat it)."""
+    if not out.plan_id:
+        return f"No plan: the run ended with status {out.status}. " + (
+            out.consensus.error or "")
+    tasks = (out.plan or {}).get("tasks") or []
+    chunks = {t.get("chunk") for t in tasks if isinstance(t, dict)}
+    return (f"Plan {out.plan_id}: {len(tasks)} tasks in {len(chunks)} chunks, agreed by the "
+            f"team (winner {out.consensus.winner}; votes {out.consensus.tally}). The plan is "
+            f"in the structured result (plan, markdown), stored at {out.path}; "
+            f"get_plan('{out.plan_id}') returns it again.")
+
+
 def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
     """plan, get_plan, list_plans, checkpoint_init and checkpoint."""
     app = host.app
@@ -77,11 +91,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
                     "get_plan('latest').")
         else:
             out = prepared.outcome
-            text = out.markdown or f"No plan: the run ended with status {out.status}. " + (
-                out.consensus.error or "")
-            if out.plan_id:
-                text += f"\n\n— plan {out.plan_id}; winner {out.consensus.winner}; " \
-                        f"votes {out.consensus.tally}"
+            text = _plan_summary(out)
         return CallToolResult(content=[TextContent(type="text", text=text)],
                               structured_content=out.model_dump(mode="json"),
                               is_error=wait and out.plan_id is None)

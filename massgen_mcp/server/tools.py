@@ -9,7 +9,7 @@ followed with `get_run`.
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
@@ -21,8 +21,16 @@ from massgen_mcp.backends import BackendContext
 from massgen_mcp.backends.availability import BackendsReport, backends_report
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
-from massgen_mcp.runs.outcome import is_error, result_text, settle_wording
+from massgen_mcp.runs.outcome import is_error, settle_wording
+from massgen_mcp.server.apps import APP_URI
 from massgen_mcp.server.host import ToolHost, tool_errors
+from massgen_mcp.server.result_size import (
+    CLAUDE_CODE_INLINE_CHARS,
+    CompactRun,
+    Detail,
+    compact,
+    compact_result,
+)
 
 
 class RunSummary(BaseModel):
@@ -56,28 +64,38 @@ def _summary(r: RunResult) -> RunSummary:
         elapsed_seconds=r.elapsed_seconds, started_at=r.started_at, team=r.team)
 
 
-def _tool_result(result: RunResult, notes: tuple[str, ...] = ()) -> CallToolResult:
-    """The run as a tool result, shortened when it would be too big for MCP clients, with
-    one line saying where to watch the run. A failed run (or one stopped with no answer at
-    all) is an error to the client, with its structured result still attached. `notes` say
-    how the team was put together (agents left out for missing keys)."""
+def _tool_result(result: RunResult, notes: tuple[str, ...] = (), detail: Detail = "summary",
+                 events: list[dict[str, Any]] | None = None) -> CallToolResult:
+    """The run as a compact tool result (server/result_size.py), with one line saying where
+    to watch the run. A failed run (or one stopped with no answer at all) is an error to the
+    client, with its structured result still attached. `notes` say how the team was put
+    together (agents left out for missing keys)."""
     from massgen_mcp.runs.view import view_hint
-    from massgen_mcp.server.result_size import fit_result
 
     settle_wording(result)
-    text = "\n".join([*(f"Note: {n}" for n in notes), result_text(result),
-                      view_hint(result.run_id)])
-    out = fit_result(text, result.model_dump(mode="json"), f"massgen://runs/{result.run_id}",
-                     f"{result.log_dir}/result.json")
+    view = compact(result, detail, events)
+    out = compact_result(view, [f"Note: {n}" for n in notes], [view_hint(result.run_id)])
     out.is_error = is_error(result)
     return out
+
+
+def tool_result(result: RunResult) -> CallToolResult:
+    """A run record as the result `run_consensus` gives (what a task reports after a
+    restart)."""
+    return _tool_result(result)
+
+
+#: Lets Claude Code keep a run's result inline (its default is 50,000 characters), and names
+#: the run viewer App (server/apps.py) for hosts that render MCP Apps.
+RUN_TOOL_META: dict[str, Any] = {"anthropic/maxResultSizeChars": CLAUDE_CODE_INLINE_CHARS,
+                                 "ui": {"resourceUri": APP_URI}}
 
 
 def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
     """run_consensus, get_run, list_runs, cancel_run and list_backends."""
     app = host.app
 
-    @mcp.tool(title="Run a consensus")
+    @mcp.tool(title="Run a consensus", meta=RUN_TOOL_META)
     @tool_errors
     async def run_consensus(
         task: Annotated[str, Field(description="The question, decision or task for the team. "
@@ -109,12 +127,13 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
             max_length=32, description=(
                 "One stance per agent in team order: for, against, neutral or an "
                 "instruction; 'agent_id=stance' names the agent."))] = None,
-    ) -> Annotated[CallToolResult, RunResult]:
+    ) -> Annotated[CallToolResult, CompactRun]:
         """Ask a team of models: each agent answers in parallel, sees the others' anonymized
         answers, improves its own or votes; the most-voted answer wins and its author presents
-        the final answer. Returns the final answer with the winner, the votes and their
-        reasons, every agent's answer, usage and the run id. Sends progress notifications
-        while it runs."""
+        the final answer. Returns the decision: the final answer, the winner, how strongly
+        the team agreed and who dissented, the votes with their reasons, totals and one line
+        per agent (every answer and usage detail: get_run with detail). Sends progress
+        notifications while it runs."""
         # Arguments first: a bad path is reported as such, before any team is chosen.
         full_context = app.context_for(context, files)
         chosen = await host.team_for(ctx, models=models, team=team, timeout_s=timeout_s,
@@ -124,15 +143,21 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
                                  backend_context=BackendContext(session=ctx.session))
         return _tool_result(await host.run(prepared, ctx, wait), chosen.notes)
 
-    @mcp.tool(title="Get a run")
+    @mcp.tool(title="Get a run", meta=RUN_TOOL_META)
     @tool_errors
     async def get_run(
         run_id: Annotated[str, Field(description="The run id returned by run_consensus.")],
-    ) -> Annotated[CallToolResult, RunResult]:
+        detail: Annotated[Detail, Field(description=(
+            "summary: the decision (as run_consensus returns it); answers: also every "
+            "agent's latest answer; agents: also each agent's usage, notes and errors; "
+            "events: also the coordination events; all: everything."))] = "summary",
+    ) -> Annotated[CallToolResult, CompactRun]:
         """The status of a run (running, completed, timeout, failed, cancelled, interrupted)
-        and, when it is over, its full result. Use it to follow a run started with
-        wait=false."""
-        return _tool_result(app.get_run(run_id))
+        and, when it is over, its decision; `detail` adds every answer, each agent's usage
+        or the events. Use it to follow a run started with wait=false."""
+        result = app.get_run(run_id)
+        events = app.run_events(run_id) if detail in ("events", "all") else None
+        return _tool_result(result, detail=detail, events=events)
 
     @mcp.tool(title="List runs")
     @tool_errors
@@ -195,6 +220,34 @@ def register_resources(mcp: MCPServer, app: App) -> None:
             return whole_or_index(f"massgen://runs/{run_id}", record(run_id))
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None
+
+    @mcp.resource("massgen://runs/{run_id}/answer", name="run-answer",
+                  mime_type="text/markdown",
+                  description="A run's whole final answer (Markdown text).")
+    def run_answer(run_id: str) -> str:
+        try:
+            result = app.get_run(run_id)
+        except MassgenError as e:
+            raise ResourceNotFoundError(str(e)) from None
+        if result.final_answer is None:
+            raise ResourceNotFoundError(f"run {run_id} has no final answer (status "
+                                        f"{result.status})")
+        return result.final_answer
+
+    @mcp.resource("massgen://runs/{run_id}/view", name="run-view", mime_type="text/html",
+                  description="A run as the viewer shows it (an HTML fragment, every value "
+                              "escaped), for the run viewer App.")
+    def run_view(run_id: str) -> str:
+        from massgen_mcp.runs.view.model import load_run_view
+        from massgen_mcp.runs.view.page import run_main
+
+        try:
+            live = app.live_run(run_id)
+            view = load_run_view(app.state, run_id, live.snapshot() if live else None)
+        except MassgenError as e:
+            raise ResourceNotFoundError(str(e)) from None
+        state = "live" if view.live else "done"
+        return f'<div data-state="{state}">{run_main(view)}</div>'
 
     @mcp.resource("massgen://runs/{run_id}/events", name="run-events",
                   mime_type="application/x-ndjson",

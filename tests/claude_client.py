@@ -1,0 +1,177 @@
+"""Claude Code (the real CLI from npm) as the MCP client of massgen-mcp, headless.
+
+Its own model is a scripted Anthropic model on the loopback scripted provider: the first
+request calls a massgen tool, the next one (which carries the tool's result) ends the turn.
+What Claude Code writes to the server (initialize, tools/call, tasks/*) is copied to a file
+on the way, so a test can see which path a call took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp_harness import EXE, server_env
+from scripted_provider import (
+    TEST_KEY,
+    Call,
+    Reply,
+    ScriptedProvider,
+    ScriptRequest,
+    Text,
+    ToolCalls,
+)
+from tiers import require_node_bin
+
+DRIVER = "claude-driver"
+
+
+def _claude() -> Path:
+    """The pinned Claude Code (bash .ci/npm-setup.sh); skips locally, fails under CI."""
+    return require_node_bin("claude")
+DONE = "All done."
+
+
+@dataclass
+class ClaudeRun:
+    proc: subprocess.CompletedProcess[str]
+    sent: list[dict[str, Any]]  # JSON-RPC messages Claude Code sent to the server
+    requests: list[ScriptRequest]  # what Claude Code sent its model
+
+    @property
+    def tool_result(self) -> str:
+        """The tool result the model got back, as the text it read."""
+        for req in self.requests:
+            for r in req.tool_results:
+                return str(r["content"])
+        raise AssertionError(f"no tool result reached the model:\n{self.proc.stdout[-3000:]}"
+                             f"\n{self.proc.stderr[-3000:]}")
+
+    def methods(self) -> list[str]:
+        return [m.get("method", "") for m in self.sent if "method" in m]
+
+
+def run_claude(provider: ScriptedProvider, tmp_path: Path, tool: str, arguments: dict[str, Any],
+               server_args: list[str], env: dict[str, str] | None = None,
+               timeout: float = 240) -> ClaudeRun:
+    """`claude -p` that calls `mcp__massgen__<tool>(arguments)` once, with the allow rule
+    for massgen's tools, and ends its turn when the result is in."""
+
+    def driver(req: ScriptRequest) -> Reply:
+        if req.tool_results:
+            return Text(DONE)
+        return ToolCalls([Call(f"mcp__massgen__{tool}", arguments)])
+
+    provider.script(DRIVER, driver)
+    sent = tmp_path / "client-to-server.jsonl"
+    serve = " ".join(shlex.quote(a) for a in [EXE, *server_args])
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"massgen": {
+        "type": "stdio", "command": "/bin/sh",
+        "args": ["-c", f"tee -a {shlex.quote(str(sent))} | exec {serve}"]}}}))
+    base = server_env()
+    run_env = {**base, "HOME": str(tmp_path / "home"),
+               "PATH": f"{_claude().parent}{os.pathsep}{base.get('PATH', '')}",
+               "ANTHROPIC_BASE_URL": provider.anthropic_base_url, "ANTHROPIC_API_KEY": TEST_KEY,
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+               "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
+               "CLAUDE_CODE_MAX_RETRIES": "0", **(env or {})}
+    (tmp_path / "home").mkdir(exist_ok=True)
+    argv = [str(_claude()), "-p", "Ask the team which queue to use.", "--bare",
+            "--model", DRIVER, "--output-format", "stream-json", "--verbose",
+            "--mcp-config", str(config), "--strict-mcp-config",
+            "--allowedTools", "mcp__massgen__*"]
+    proc = subprocess.run(argv, cwd=tmp_path, env=run_env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+    messages = []
+    if sent.exists():
+        for line in sent.read_text().splitlines():
+            try:
+                messages.append(json.loads(line))
+            except ValueError:
+                continue
+    return ClaudeRun(proc, messages, provider.requests_for(DRIVER))
+
+
+def claude_settings_home(home: Path, cwd: Path) -> None:
+    """A HOME where interactive Claude Code starts straight at its prompt: onboarding done,
+    the working directory trusted, the test key approved."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True, "theme": "dark",
+        "customApiKeyResponses": {"approved": [TEST_KEY[-20:]], "rejected": []},
+        "projects": {str(cwd): {"hasTrustDialogAccepted": True,
+                                "hasCompletedProjectOnboarding": True}}}))
+
+
+def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str,
+                           arguments: dict[str, Any], server_args: list[str],
+                           until: str, env: dict[str, str] | None = None,
+                           timeout: float = 180) -> ClaudeRun:
+    """Interactive Claude Code in a pseudo-terminal (the `cli` entrypoint, where MCP Tasks
+    are on by default; `-p` runs as `sdk-cli`, where they are off). The prompt is typed
+    once the tools are listed and the input box is drawn; it stops once a request to its
+    model contains `until`."""
+    import pty
+    import select
+    import signal
+    import time
+
+    def driver(req: ScriptRequest) -> Reply:
+        if req.tool_results:
+            return Text(DONE)
+        return ToolCalls([Call(f"mcp__massgen__{tool}", arguments)])
+
+    provider.script(DRIVER, driver)
+    sent = tmp_path / "client-to-server.jsonl"
+    serve = " ".join(shlex.quote(a) for a in [EXE, *server_args])
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"massgen": {
+        "type": "stdio", "command": "/bin/sh",
+        "args": ["-c", f"tee -a {shlex.quote(str(sent))} | exec {serve}"]}}}))
+    home = tmp_path / "home"
+    claude_settings_home(home, tmp_path)
+    base = server_env()
+    extra = env or {}
+    env = {**base, "HOME": str(home), "TERM": "xterm",
+           "PATH": f"{_claude().parent}{os.pathsep}{base.get('PATH', '')}",
+           "ANTHROPIC_BASE_URL": provider.anthropic_base_url, "ANTHROPIC_API_KEY": TEST_KEY,
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+           "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
+           "CLAUDE_CODE_MAX_RETRIES": "0", **extra}
+    argv = [str(_claude()), "--bare", "--model", DRIVER, "--mcp-config", str(config),
+            "--strict-mcp-config", "--allowedTools", "mcp__massgen__*"]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: becomes Claude Code
+        os.chdir(tmp_path)
+        os.execve(argv[0], argv, env)
+    screen = b""
+    typed = False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)  # waits on the terminal's output
+            if ready:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    break
+            if not typed and "❯".encode() in screen and sent.exists() \
+                    and "tools/list" in sent.read_text():
+                os.write(fd, b"Ask the team which queue to use.\r")
+                typed = True
+            if any(until in json.dumps(r.raw) for r in provider.requests_for(DRIVER)):
+                break
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    messages = [json.loads(line) for line in sent.read_text().splitlines()] \
+        if sent.exists() else []
+    proc = subprocess.CompletedProcess(argv, 0, screen.decode(errors="replace")[-4000:], "")
+    return ClaudeRun(proc, messages, provider.requests_for(DRIVER))
