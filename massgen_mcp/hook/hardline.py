@@ -118,6 +118,10 @@ def guard_paths(scope: Scope, state_roots: tuple[str, ...] = ()) -> tuple[str, l
 # ------------------------------------------------------------------ path matching
 
 
+#: Whether the command being judged turns on dotglob (then wildcards match dot names too).
+_DOTGLOB = [False]
+
+
 def _segments(path: str) -> list[str]:
     return [s for s in path.split("/") if s]
 
@@ -126,15 +130,39 @@ def _globbed(path: str) -> bool:
     return any(c in path for c in "*?[")
 
 
+def _segment(pattern: str, name: str) -> bool:
+    """Does one glob segment match one name? As the shell does: a wildcard does not match a
+    leading dot (unless the line turns dotglob on)."""
+    if name.startswith(".") and not pattern.startswith(".") and not _DOTGLOB[0]:
+        return False
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _matches(pat: list[str], path: list[str], *, prefix: bool) -> bool:
+    """Does glob `pat` match `path` (prefix: match `path` and then anything below it)?
+    `**` stands for any number of segments (as with globstar; bash without it reads `**` as
+    `*`, which matches less)."""
+    if not path and prefix:
+        return True
+    if not pat:
+        return not path
+    head = pat[0]
+    if head == "**":
+        for k in range(len(path) + 1):
+            if _matches(pat[1:], path[k:], prefix=prefix):
+                return True
+            if k < len(path) and path[k].startswith(".") and not _DOTGLOB[0]:
+                return False
+        return False
+    return bool(path) and _segment(head, path[0]) and _matches(pat[1:], path[1:],
+                                                                prefix=prefix)
+
+
 def names_inside(pattern: str, root: str) -> bool:
     """Could `pattern` (an absolute path, maybe a glob) name `root` or something in it?"""
     if not _globbed(pattern):
         return is_under(pattern, root)
-    pat, want = _segments(pattern), _segments(root)
-    if "**" in pat[:len(want)]:
-        return True
-    return len(pat) >= len(want) and all(
-        fnmatch.fnmatchcase(w, p) for p, w in zip(pat, want, strict=False))
+    return _matches(_segments(pattern), _segments(root), prefix=True)
 
 
 def names_ancestor(pattern: str, target: str) -> bool:
@@ -142,16 +170,15 @@ def names_ancestor(pattern: str, target: str) -> bool:
     if not _globbed(pattern):
         return is_under(target, pattern)
     pat, want = _segments(pattern), _segments(target)
-    if "**" in pat:
-        return True
-    return len(pat) <= len(want) and all(
-        fnmatch.fnmatchcase(w, p) for p, w in zip(pat, want, strict=False))
+    return any(_matches(pat, want[:k], prefix=False) for k in range(len(want) + 1))
 
 
 def _absolute(scope: Scope, word: str) -> str | None:
     """The absolute path a word names (globs kept, symlinks resolved when literal)."""
     expanded = scope.expand(word)
-    if not expanded:
+    # Not known statically (after `cd "$X"` or `cd -`, a computed word): the ordinary rules
+    # gate what they cannot resolve; the hard line only judges what it can name.
+    if not expanded or "\0" in expanded or "\0" in scope.cwd:
         return None
     path = os.path.normpath(os.path.join(scope.cwd, expanded))
     return path if _globbed(path) else os.path.realpath(path)
@@ -193,11 +220,6 @@ class RecordingScope(Scope):
         """`Scope.create`, recording."""
         base = Scope.create(cwd, workspace)
         return cls(base.cwd, base.workspace, base.home, base.temp_roots)
-
-    def with_cwd(self, cwd: str) -> RecordingScope:
-        moved = RecordingScope(os.path.realpath(cwd), self.workspace, self.home, self.temp_roots)
-        moved.events = self.events
-        return moved
 
     def _replace(self, **changes: Any) -> RecordingScope:  # a copy records into the same list
         moved = RecordingScope(*(changes.get(f, getattr(self, f)) for f in self._fields))
@@ -356,6 +378,7 @@ def _recursive(cmd: SimpleCommand) -> bool:
 
 
 def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[Finding]:
+    _DOTGLOB[0] = "dotglob" in command or "GLOBIGNORE" in command or "globdots" in command
     out: list[Finding] = []
     home = scope.home.rstrip("/")
     spelled = {keys, keys.replace(home, "~", 1), keys.replace(home, "$HOME", 1),
