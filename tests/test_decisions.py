@@ -327,7 +327,13 @@ async def test_stances_reach_each_agent_and_the_result(provider: ScriptedProvide
         assert not result.is_error, result.content
         data = result.structured_content
         assert data is not None
-        assert {x["agent_id"]: x["stance"] for x in data["agents"]} == {
+        lines = {line.split(" ", 1)[0]: line for line in data["agents"]}
+        assert lines["a"].endswith("; stance: for")
+        assert lines["b"].endswith("; stance: check it for data loss")
+        full = await client.call_tool("get_run", {"run_id": data["run_id"], "detail": "agents"})
+        detail = full.structured_content
+        assert detail is not None
+        assert {x["agent_id"]: x["stance"] for x in detail["agent_details"]} == {
             "a": "for", "b": "check it for data loss"}
         assert data["agreement"]["kind"] == "unanimous"
         bad = await client.call_tool("run_consensus", {"task": "Which queue?",

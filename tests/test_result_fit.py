@@ -31,7 +31,8 @@ def three_big_answers(provider: ScriptedProvider, tmp_path: Path) -> Path:
     for model, tag in (("f-a", "ALPHA"), ("f-b", "BRAVO"), ("f-c", "CHARLIE")):
         provider.script(model, answer_then_vote(big(tag), "agent2", final=big("FINAL")))
     return write_team(tmp_path / "team.yaml", provider,
-                      [("a", "openai", "f-a"), ("b", "openai", "f-b"), ("c", "openai", "f-c")])
+                      [("a", "openai", "f-a"), ("b", "openai", "f-b"), ("c", "openai", "f-c")],
+                      early_stop=False)  # every vote is counted: the result carries all three
 
 
 def result_size(result: object) -> int:
@@ -93,8 +94,10 @@ async def test_three_40kb_answers_give_a_result_under_20000_tokens(
 
 async def test_a_huge_final_answer_is_shortened_with_a_link(
         provider: ScriptedProvider, tmp_path: Path) -> None:
-    huge = "Z" * 150_000
-    provider.script("h-a", answer_then_vote("short a", final=huge))
+    # A real long answer (its presentation is checked against it: it must keep its content).
+    huge = "".join(f"Step {i}: move shard {i} to the new queue.\n" for i in range(4000))
+    huge = huge[:149_999] + "."
+    provider.script("h-a", answer_then_vote(huge, final=huge))
     provider.script("h-b", answer_then_vote("short b", final=huge))
     team = write_team(tmp_path / "team.yaml", provider,
                       [("a", "openai", "h-a"), ("b", "openai", "h-b")])

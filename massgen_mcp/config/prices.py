@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from massgen_mcp.config.team import AgentSpec
 
 PRICES_AS_OF = "2025-10"
 
@@ -103,3 +107,13 @@ def price_table() -> dict[str, dict[str, dict[str, float]]]:
                                "output_per_mtok": p.output_per_mtok}
                        for model, p in models.items()}
             for provider, models in PRICES.items()}
+
+
+def agent_price(spec: AgentSpec) -> Price | None:
+    """The price of one agent's calls: free on a local preset or an OpenAI-compatible server
+    on this machine (`chatcompletion` at a loopback URL), else `price_for`."""
+    from massgen_mcp.urls import is_loopback_url
+
+    local = spec.provider.local or (spec.provider.name == "chatcompletion"
+                                    and is_loopback_url(spec.base_url or ""))
+    return price_for(spec.provider.name, spec.model, local=local)

@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 
 from massgen_mcp.backends import Backend
-from massgen_mcp.config.prices import price_for
+from massgen_mcp.config.prices import agent_price
 from massgen_mcp.config.team import Team
 from massgen_mcp.coordination.agent import AgentState, Toolbox
 from massgen_mcp.coordination.agreement import agreement_of
@@ -61,7 +61,6 @@ from massgen_mcp.coordination.turns import (
 )
 from massgen_mcp.coordination.workflow import Decision
 from massgen_mcp.errors import BackendError, TransientBackendError
-from massgen_mcp.urls import is_loopback_url
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +98,7 @@ class Orchestrator:
         # Config order matters for ties; anonymous ids come from the sorted real ids.
         self.agents = [
             AgentState(spec, anon[spec.id], backends[spec.id], toolboxes.get(spec.id),
-                       price_for(spec.provider.name, spec.model, local=spec.provider.local or (
-                           spec.provider.name == "chatcompletion"
-                           and is_loopback_url(spec.base_url or ""))))
+                       agent_price(spec))
             for spec in team.agents
         ]
         self._by_anon = {a.anon: a for a in self.agents}

@@ -13,6 +13,7 @@ interrupted eval started again with the same arguments runs only what is left.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -173,13 +174,14 @@ def _eval_dir(options: EvalOptions, suite: Suite, team: Team, arms: set[str],
 
 
 def _write_team(cassette: Path, team: Team) -> None:
+    from massgen_mcp.config.prices import FREE, agent_price
     from massgen_mcp.paths import write_atomic
 
     data = {"name": team.name, "source": team.source,
             "orchestrator": team.orchestrator.model_dump(mode="json"),
             "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model,
                         "system_message": a.system_message,
-                        "local": a.provider.local} for a in team.agents]}
+                        "local": agent_price(a) == FREE} for a in team.agents]}
     write_atomic(cassette / "team.json", json.dumps(data, indent=2, sort_keys=True))
 
 
@@ -191,8 +193,9 @@ def _team_from_cassette(cassette: Path) -> Team:
     data = json.loads((cassette / "team.json").read_text(encoding="utf-8"))
     agents = []
     for a in data["agents"]:
-        provider = PROVIDERS.get(a["provider"]) or Provider(a["provider"], "function",
-                                                            local=bool(a.get("local")))
+        provider = PROVIDERS.get(a["provider"]) or Provider(a["provider"], "function")
+        if a.get("local"):  # priced as it was recorded: free (a server on that machine)
+            provider = dataclasses.replace(provider, local=True)
         agents.append(AgentSpec(a["id"], provider, a["model"],
                                 BackendConfig.model_validate({"type": "function",
                                                               "model": a["model"]}),
@@ -203,10 +206,9 @@ def _team_from_cassette(cassette: Path) -> Team:
 
 
 def _prices(team: Team, budget: float | None) -> dict[str, Any]:
-    from massgen_mcp.config.prices import price_for
+    from massgen_mcp.config.prices import agent_price
 
-    prices = {a.id: price_for(a.provider.name, a.model, local=a.provider.local)
-              for a in team.agents}
+    prices = {a.id: agent_price(a) for a in team.agents}
     unknown = [a.label for a in team.agents if prices[a.id] is None]
     if budget is not None and unknown:
         raise InputError(f"--max-cost-usd cannot be enforced: no price is known for "

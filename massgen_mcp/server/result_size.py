@@ -123,6 +123,8 @@ def _agent_line(a: AgentInfo) -> str:
     cost = f", ${u.cost_usd:.4f}" if u.cost_usd is not None else ""
     line = (f"{a.agent_id} ({a.provider}/{a.model}): {a.status}, {a.answers} answer"
             f"{'' if a.answers == 1 else 's'}, {u.total_tokens:,} tokens{cost}")
+    if a.stance:
+        line += f"; stance: {_clip(a.stance, 200)}"
     return f"{line}; error: {_clip(a.error, 300)}" if a.error else line
 
 

@@ -25,6 +25,11 @@ IGNORED = frozenset({"max_thinking_tokens", "enable_mcp_command_line", "command_
                      "enable_web_search", "exclude_file_operation_mcps"})
 
 
+#: A CLI's own agentic turns per call are bounded like every other limit in a team file (the
+#: run's deadlines bound the time; this bounds what one call may do).
+MAX_TURNS = 500
+
+
 @dataclass(frozen=True)
 class CliOptions:
     command: str | None = None
@@ -69,8 +74,8 @@ class CliOptions:
             allowed_tools=names(b.allowed_tools), disallowed_tools=names(
                 getattr(b, "disallowed_tools", None) or extra.get("disallowed_tools")),
             permission_mode=text("permission_mode"),
-            max_turns=int(max_turns) if isinstance(max_turns, int | str) and str(
-                max_turns).isdigit() else None,
+            max_turns=min(int(max_turns), MAX_TURNS) if isinstance(max_turns, int | str)
+            and str(max_turns).isdigit() else None,
             sandbox_mode=text("sandbox_mode"), approval_policy=text("approval_policy"),
             env={str(k): str(v) for k, v in env.items()},
             timeout=b.request_timeout_seconds, max_retries=b.max_retries, unknown=unknown)
