@@ -35,15 +35,16 @@ async def _one_turn(backend_data: dict[str, Any], env: Environment, run_dir: Pat
         await backend.aclose()
 
 
-async def test_claude_code_uses_anthropic_key_and_base_url_from_dotenv(
+async def test_claude_code_uses_anthropic_key_from_dotenv(
         provider: ScriptedProvider, tmp_path: Path) -> None:
-    """No api_key / base_url in the file and no login in HOME: the key in `.env` is used."""
+    """No api_key / base_url in the file and no login in HOME: the key in `.env` is used (the
+    endpoint comes from the real environment: a project's .env may not redirect it)."""
     provider.script("cc", cli_agent(answer_then_vote("from the env key", best_label)))
-    (tmp_path / ".env").write_text(f"ANTHROPIC_API_KEY={ENV_KEY}\n"
-                                   f"ANTHROPIC_BASE_URL={provider.anthropic_base_url}\n")
+    (tmp_path / ".env").write_text(f"ANTHROPIC_API_KEY={ENV_KEY}\n")
     home = tmp_path / "home"
     home.mkdir()
-    env = Environment(cli_env(HOME=str(home)), dotenv_dir=tmp_path)
+    env = Environment(cli_env(HOME=str(home), ANTHROPIC_BASE_URL=provider.anthropic_base_url),
+                      dotenv_dir=tmp_path)
     turn = await _one_turn({"type": "claude_code", "model": "cc", "command": cli_path("claude"),
                             "max_retries": 0, "request_timeout_seconds": 60}, env, tmp_path)
     assert turn.tool_calls and turn.tool_calls[0].arguments["content"] == "from the env key"

@@ -23,7 +23,7 @@ from viewer_harness import CHROMIUM, browser_fixture  # noqa: F401  (the fixture
 from massgen_mcp.server.apps import APP_URI
 
 HOSTILE = '<img src=x onerror="window.pwned=1">Which queue?'
-FINAL = "FINAL: **SQS** with a dead-letter queue"
+FINAL = "FINAL: **SQS** is simplest, with a dead-letter queue"  # keeps the winning answer
 
 HOST = """<!doctype html><html><body><iframe id="app" sandbox="allow-scripts"
  style="width:1200px;height:900px" srcdoc="{srcdoc}"></iframe><script>

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,8 @@ def test_inspector_calls_run_consensus(provider, tmp_path: Path) -> None:
     assert data["final_answer"] == "FINAL: from the inspector"
     assert data["winner"]["agent_id"] == "b"
     assert data["task"] == "Which queue?"
-    assert result["content"][0]["text"].startswith("Winner: b (n-b) with 3/3 votes")
+    # 3/3, or 2/3 when early stop cut the last vote (it could not change the winner)
+    assert re.match(r"Winner: b \(n-b\) with [23]/3 votes", result["content"][0]["text"])
     assert len(provider.requests_for("n-b")) >= 2  # the real providers were really called
 
 

@@ -58,6 +58,9 @@ class CompactTotals(BaseModel):
     answers: int = 0
     votes: int = 0
     restarts: int = 0
+    early_stop_cancelled_turns: int = Field(
+        default=0, description="Vote turns cancelled because no outstanding vote could "
+                               "change the winner.")
 
 
 class CompactRun(BaseModel):
@@ -151,7 +154,8 @@ def compact(result: RunResult, detail: Detail = "summary",
         totals=CompactTotals(input_tokens=t.input_tokens, output_tokens=t.output_tokens,
                              total_tokens=t.total_tokens, provider_calls=t.provider_calls,
                              cost_usd=t.cost_usd, answers=t.answers, votes=t.votes,
-                             restarts=t.restarts),
+                             restarts=t.restarts,
+                             early_stop_cancelled_turns=t.early_stop_cancelled_turns),
         elapsed_seconds=result.elapsed_seconds, started_at=result.started_at,
         team=result.team, error=result.error, notes=[_clip(n, 500) for n in result.notes],
         workspace={"agent_id": ws.agent_id, "path": ws.path,
@@ -197,7 +201,8 @@ def summary(view: CompactRun) -> str:
              f"{view.totals.total_tokens:,} tokens{cost}; run {view.run_id}")
     lines = []
     if view.winner:
-        total = sum(view.tally.values())
+        # votes an early stop cut count in the total: "2/3", not "2/2"
+        total = sum(view.tally.values()) + view.totals.early_stop_cancelled_turns
         agree = view.agreement or {}
         kind = f" ({agree['kind']})" if agree.get("kind") else ""
         lines.append(f"Winner: {view.winner.agent_id} ({view.winner.model}) with "
