@@ -172,6 +172,16 @@ async def test_unknown_task_ids_are_invalid_params(tmp_path: Path) -> None:
             await update_task(client.session, "mgt_not-a-task", {})
 
 
+async def test_tasks_methods_need_the_extension_declared(tmp_path: Path) -> None:
+    """SEP-2575: a 2026-07-28 request whose capabilities lack the extension gets -32021."""
+    async with memory_client(tmp_path, mode=MODERN) as client:
+        for call in (get_task, cancel_task):
+            with pytest.raises(MCPError) as e:
+                await call(client.session, "mgt_not-a-task")
+            assert e.value.error.code == -32021
+            assert "io.modelcontextprotocol/tasks" in e.value.error.message
+
+
 async def test_a_bad_argument_is_answered_at_once_not_as_a_task(tmp_path: Path) -> None:
     tasks = TasksClient()
     async with memory_client(tmp_path, mode=MODERN, extensions=[tasks]) as client:

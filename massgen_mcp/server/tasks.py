@@ -74,6 +74,28 @@ def current_task() -> Task | None:
     return _current.get()
 
 
+#: SEP-2575: a request that needs a capability the client did not declare.
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+
+
+def _declares(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Does this request's own capabilities (the 2026-07-28 envelope) declare the tasks
+    extension?"""
+    capabilities = (ctx.meta or {}).get(CAPABILITIES_KEY)
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and EXTENSION_ID in extensions
+
+
+def _require_declared(ctx: ServerRequestContext[Any, Any]) -> None:
+    """tasks/* serve only requests that declare the extension (SEP-2575: a server must not
+    rely on a capability the client did not declare)."""
+    if str(ctx.protocol_version) >= "2026" and not _declares(ctx):
+        raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+                       message=f"tasks/* needs the {EXTENSION_ID} extension in this "
+                               "request's client capabilities",
+                       data={"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}})
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -159,9 +181,7 @@ class TasksExtension(Extension):
             return False
         if not str(ctx.protocol_version) >= "2026":  # SEP-2663: never on earlier revisions
             return False
-        capabilities = (ctx.meta or {}).get(CAPABILITIES_KEY)  # this request's, per the spec
-        extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
-        return isinstance(extensions, dict) and EXTENSION_ID in extensions
+        return _declares(ctx)
 
     async def _work(self, task: Task, ctx: ServerRequestContext[Any, Any],
                     call_next: CallNext) -> None:
@@ -211,15 +231,18 @@ class TasksExtension(Extension):
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
                    ) -> dict[str, Any]:
+        _require_declared(ctx)
         return self.detailed(params.task_id)
 
     async def _update(self, ctx: ServerRequestContext[Any, Any], params: TaskUpdateParams
                       ) -> dict[str, Any]:
+        _require_declared(ctx)
         self._find(params.task_id)  # these tools never ask for input: nothing to apply
         return {}
 
     async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
                       ) -> dict[str, Any]:
+        _require_declared(ctx)
         _, run_id, _ = self._find(params.task_id)
         # Cooperative and acknowledged at once: the run stops soon, keeping its best answer.
         if self.host.background is not None:
