@@ -355,12 +355,14 @@ async def test_unknown_model_is_permanent(wire: str, make, model) -> None:
 
 @pytest.mark.parametrize("wire", WIRES)
 async def test_timeout_is_transient(wire: str, provider, make, model) -> None:
-    provider.script(model, Delay(2.0, Text("too late")))
-    backend = make(wire, model, request_timeout_seconds=0.2, max_retries=0)
-    # The reply would arrive after 2 s as text: an error naming the timeout is the proof.
+    provider.script(model, Delay(5.0, Text("too late")))
+    backend = make(wire, model, request_timeout_seconds=0.5, max_retries=0)
+    # The reply would arrive after 5 s as text: an error naming the timeout is the proof.
     err = await _expect(TransientBackendError, backend.turn([user("hi")], []))
     assert "request_timeout_seconds" in str(err)
-    assert len(provider.requests_for(model)) == 1
+    # No retry (max_retries=0). Under load the client's timeout may even fire before its one
+    # request has reached the server, so the server saw it once or not at all.
+    assert len(provider.requests_for(model)) <= 1
 
 
 @pytest.mark.parametrize("wire", WIRES)
