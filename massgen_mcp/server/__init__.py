@@ -1,7 +1,9 @@
 """The MCP server: tools, resources, prompts and transports.
 
     host.py        what tool bodies share: team choice, progress, background runs, errors
-    tools.py       run tools, run resources, prompts
+    tools.py       run tools
+    resources.py   run resources, prompts
+    catalog.py     the tool list answered before the tools are built (catalog.json)
     result_size.py the compact result clients get by default, and size limits
     tasks.py       MCP Tasks (io.modelcontextprotocol/tasks): long calls answered with a task
     apps.py        the run viewer as an MCP App (io.modelcontextprotocol/ui)
@@ -13,21 +15,21 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import Icon, ToolAnnotations
 
 from massgen_mcp import __version__
 from massgen_mcp.app import App
+from massgen_mcp.server import catalog
 from massgen_mcp.server.host import ToolHost
-from massgen_mcp.server.mode_tools import register_mode_tools
-from massgen_mcp.server.tools import (
-    register_prompts,
-    register_resources,
-    register_run_tools,
-    tool_result,
-)
+from massgen_mcp.server.resources import register_prompts, register_resources
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult
+
+    from massgen_mcp.coordination.result import RunResult
 
 INSTRUCTIONS = (
     "massgen-mcp asks a team of models (different providers) instead of one: each agent "
@@ -51,9 +53,29 @@ class _Server(MCPServer):
                          annotations, icons, meta, structured_output)
 
 
-def build_server(app: App, *, tasks: bool = True) -> tuple[MCPServer, ToolHost]:
+def register_tools(mcp: MCPServer, host: ToolHost) -> None:
+    """Every tool, built as the SDK builds them (argument models, schemas)."""
+    from massgen_mcp.server.mode_tools import register_mode_tools
+    from massgen_mcp.server.tools import register_run_tools
+
+    register_run_tools(mcp, host)
+    register_mode_tools(mcp, host)
+
+
+def _render(result: RunResult) -> CallToolResult:
+    from massgen_mcp.server.tools import tool_result
+
+    return tool_result(result)
+
+
+def build_server(app: App, *, tasks: bool = True, catalog_tools: bool = True
+                 ) -> tuple[MCPServer, ToolHost]:
     """The MCPServer with every tool, resource and prompt registered, and the MCP Tasks
-    extension (server/tasks.py) unless `tasks` is false."""
+    extension (server/tasks.py) unless `tasks` is false.
+
+    The tools are listed from the shipped catalog (server/catalog.py) and built when one is
+    first needed; `catalog_tools=False` (or a catalog that does not fit the installed SDK)
+    builds them now."""
     from massgen_mcp.server.apps import apps_extension
     from massgen_mcp.server.tasks import TasksExtension
 
@@ -61,10 +83,26 @@ def build_server(app: App, *, tasks: bool = True) -> tuple[MCPServer, ToolHost]:
     mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
                   version=__version__, instructions=INSTRUCTIONS,
                   website_url="https://github.com/massgen-mcp/massgen-mcp",
-                  extensions=[*([TasksExtension(host, render=tool_result)] if tasks else []),
+                  extensions=[*([TasksExtension(host, render=_render)] if tasks else []),
                               apps_extension()])
-    register_run_tools(mcp, host)
-    register_mode_tools(mcp, host)
+    listed = catalog.load() if catalog_tools else None
+    if listed is None:
+        register_tools(mcp, host)
+    else:
+        mcp._tool_manager = catalog.LazyTools(
+            listed, lambda: register_tools(mcp, host),
+            warn_on_duplicate_tools=mcp.settings.warn_on_duplicate_tools)
     register_resources(mcp, app)
     register_prompts(mcp)
     return mcp, host
+
+
+async def generate_catalog() -> list[dict[str, Any]]:
+    """The `tools/list` entries of a server whose tools were built at start (what
+    catalog.json must hold)."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as state:
+        mcp, _ = build_server(App(Path(state), cwd=Path(state)), catalog_tools=False)
+        return catalog.entries(await mcp.list_tools())

@@ -1,5 +1,4 @@
-"""The run tools (run_consensus, get_run, list_runs, cancel_run, list_backends), the run
-resources and the prompts.
+"""The run tools (run_consensus, get_run, list_runs, cancel_run, list_backends).
 
 Tool bodies are thin: they turn arguments into an `App` call and hand the prepared run to
 the `ToolHost`, which streams progress. Long runs can be started with `wait=false` and
@@ -8,19 +7,15 @@ followed with `get_run`.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from massgen_mcp.app import App
 from massgen_mcp.backends import BackendContext
 from massgen_mcp.backends.availability import BackendsReport, backends_report
 from massgen_mcp.coordination.result import RunResult
-from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.outcome import is_error, settle_wording
 from massgen_mcp.server.apps import APP_URI
 from massgen_mcp.server.host import ToolHost, tool_errors
@@ -55,7 +50,7 @@ class CancelResult(BaseModel):
     message: str
 
 
-def _summary(r: RunResult) -> RunSummary:
+def run_summary(r: RunResult) -> RunSummary:
     total = sum(r.tally.values())
     return RunSummary(
         run_id=r.run_id, status=r.status, task=r.task[:160],
@@ -165,7 +160,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         limit: Annotated[int, Field(ge=1, le=200, description="How many runs.")] = 20,
     ) -> RunList:
         """Recent runs, newest first, with their status and winner."""
-        return RunList(runs=[_summary(r) for r in app.list_runs(limit)])
+        return RunList(runs=[run_summary(r) for r in app.list_runs(limit)])
 
     @mcp.tool(title="Cancel a run")
     @tool_errors
@@ -194,93 +189,3 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         Never shows a key."""
         return await backends_report(app.env, app.default_team,
                                      sampling_available=host.can_sample(ctx))
-
-
-def register_resources(mcp: MCPServer, app: App) -> None:
-    """Runs as resources: the index, one run, its events."""
-    @mcp.resource("massgen://runs", name="runs", mime_type="application/json",
-                  description="The 50 most recent runs with status and winner.")
-    def runs_index() -> str:
-        return RunList(runs=[_summary(r) for r in app.list_runs(50)]).model_dump_json(
-            indent=1)
-
-    from massgen_mcp.server.result_pages import register_result_pages, whole_or_index
-
-    def record(run_id: str) -> str:
-        return app.get_run(run_id).model_dump_json(indent=1)
-
-    def events(run_id: str) -> str:
-        return "\n".join(json.dumps(e) for e in app.run_events(run_id))
-
-    @mcp.resource("massgen://runs/{run_id}", name="run", mime_type="application/json",
-                  description="A run's status and result (JSON); an index of its pages when "
-                              "it is too large for one message.")
-    def run_resource(run_id: str) -> str:
-        try:
-            return whole_or_index(f"massgen://runs/{run_id}", record(run_id))
-        except MassgenError as e:
-            raise ResourceNotFoundError(str(e)) from None
-
-    @mcp.resource("massgen://runs/{run_id}/answer", name="run-answer",
-                  mime_type="text/markdown",
-                  description="A run's whole final answer (Markdown text).")
-    def run_answer(run_id: str) -> str:
-        try:
-            result = app.get_run(run_id)
-        except MassgenError as e:
-            raise ResourceNotFoundError(str(e)) from None
-        if result.final_answer is None:
-            raise ResourceNotFoundError(f"run {run_id} has no final answer (status "
-                                        f"{result.status})")
-        return result.final_answer
-
-    @mcp.resource("massgen://runs/{run_id}/view", name="run-view", mime_type="text/html",
-                  description="A run as the viewer shows it (an HTML fragment, every value "
-                              "escaped), for the run viewer App.")
-    def run_view(run_id: str) -> str:
-        from massgen_mcp.runs.view.model import load_run_view
-        from massgen_mcp.runs.view.page import run_main
-
-        try:
-            live = app.live_run(run_id)
-            view = load_run_view(app.state, run_id, live.snapshot() if live else None)
-        except MassgenError as e:
-            raise ResourceNotFoundError(str(e)) from None
-        state = "live" if view.live else "done"
-        return f'<div data-state="{state}">{run_main(view)}</div>'
-
-    @mcp.resource("massgen://runs/{run_id}/events", name="run-events",
-                  mime_type="application/x-ndjson",
-                  description="A run's coordination events, one JSON object per line; an "
-                              "index of its pages when too large for one message.")
-    def run_events(run_id: str) -> str:
-        try:
-            return whole_or_index(f"massgen://runs/{run_id}/events", events(run_id))
-        except MassgenError as e:
-            raise ResourceNotFoundError(str(e)) from None
-
-    register_result_pages(mcp, record, events)
-
-
-def register_prompts(mcp: MCPServer) -> None:
-    """The common uses as prompts (slash commands in clients)."""
-    @mcp.prompt(title="Ask the team")
-    def consensus(question: str) -> str:
-        """Ask a team of models a hard question and get the answer they converge on."""
-        return (f"Use the massgen run_consensus tool to ask a team of models:\n\n{question}\n\n"
-                "Then report the final answer, who won with how many votes, and any dissent "
-                "worth knowing from the votes' reasons.")
-
-    @mcp.prompt(title="Team review")
-    def review(target: str, focus: str = "correctness, security and maintainability") -> str:
-        """Have a team of models review code, a design or a document."""
-        return (f"Use the massgen run_consensus tool to get a team review of {target}. Give the "
-                f"team the relevant files with the `files` argument. Focus: {focus}. Ask for "
-                "concrete findings ranked by severity, each with a suggested fix. Report the "
-                "team's final review and where reviewers disagreed.")
-
-    @mcp.prompt(name="plan", title="Team plan")
-    def plan_prompt(goal: str) -> str:
-        """Have a team of models agree on a validated task plan for a goal."""
-        return (f"Use the massgen plan tool to get a team-agreed task plan for: {goal}\n\n"
-                "Then summarize the plan's chunks and first tasks, and follow it.")

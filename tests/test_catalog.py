@@ -1,0 +1,84 @@
+"""The tool catalog (server/catalog.py): `tools/list` before the tools are built is what the
+SDK generates from the real registration, and the tools it lists work.
+
+The server answers `tools/list` from the shipped `catalog.json` and builds its tools at the
+first call (start-up time, bench/startup.py). These tests hold the file to the real tools: a
+change to a tool, its arguments or a model in its result fails here until the file is
+regenerated.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import mcp.types as types
+from mcp import Client
+from mcp_harness import memory_client
+
+from massgen_mcp.app import App
+from massgen_mcp.config.env import Environment
+from massgen_mcp.server import build_server, catalog, generate_catalog
+
+REGENERATE = "python -m massgen_mcp.server.write_catalog"
+
+
+def wire(tools: list[types.Tool]) -> list[dict[str, Any]]:
+    return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+
+
+async def test_the_shipped_catalog_is_what_the_real_tools_generate() -> None:
+    shipped = json.loads(catalog.CATALOG.read_text(encoding="utf-8"))
+    assert shipped["versions"] == catalog.versions(), (
+        f"catalog.json was generated with other pydantic / MCP SDK versions: {REGENERATE}")
+    assert shipped["tools"] == await generate_catalog(), f"catalog.json is stale: {REGENERATE}"
+    assert catalog.CATALOG.read_text(encoding="utf-8") == catalog.render(shipped["tools"]), (
+        f"catalog.json was edited by hand: {REGENERATE}")
+
+
+def _app(tmp_path: Path) -> App:
+    return App(tmp_path / ".massgen", env=Environment({}, dotenv_dir=tmp_path), cwd=tmp_path)
+
+
+async def test_listed_from_the_catalog_as_the_sdk_lists_the_built_tools(tmp_path: Path) -> None:
+    """Over a real client, in both protocol eras: the same entries, byte for byte, before
+    and after the tools are built."""
+    for mode in ("legacy", "auto"):
+        lazy, _ = build_server(_app(tmp_path))
+        eager, _ = build_server(_app(tmp_path), catalog_tools=False)
+        assert isinstance(lazy._tool_manager, catalog.LazyTools)
+        assert not isinstance(eager._tool_manager, catalog.LazyTools)
+        async with Client(eager, mode=mode) as client:
+            expected = wire((await client.list_tools()).tools)
+        async with Client(lazy, mode=mode) as client:
+            before = wire((await client.list_tools()).tools)
+            assert not lazy._tool_manager.built  # listing builds nothing
+            called = await client.call_tool("list_runs", {"limit": 5})
+            assert lazy._tool_manager.built
+            after = wire((await client.list_tools()).tools)
+        assert json.dumps(before) == json.dumps(expected) == json.dumps(after)
+        assert not called.is_error and called.structured_content == {"runs": []}
+
+
+async def test_a_listed_tool_validates_its_arguments_when_called_first(tmp_path: Path) -> None:
+    """The first call builds the tools, then is validated and run as with tools built at
+    start: a bad argument is the SDK's validation error, a good call its result."""
+    async with memory_client(tmp_path) as client:
+        bad = await client.call_tool("list_runs", {"limit": 0})
+        assert bad.is_error and "limit" in str(bad.content)
+        unknown = await client.call_tool("get_run", {"run_id": "run_nope"})
+        assert unknown.is_error and "run_nope" in str(unknown.content)
+
+
+def test_a_catalog_from_other_versions_is_not_used(tmp_path: Path) -> None:
+    """Another pydantic or SDK may generate other schemas: then the tools are built at start."""
+    data = json.loads(catalog.CATALOG.read_text(encoding="utf-8"))
+    data["versions"] = {**data["versions"], "pydantic": "0.0.1"}
+    other = tmp_path / "catalog.json"
+    other.write_text(json.dumps(data))
+    assert catalog.load(other) is None
+    assert catalog.load(tmp_path / "missing.json") is None
+    (tmp_path / "broken.json").write_text("{")
+    assert catalog.load(tmp_path / "broken.json") is None
+    assert catalog.load() == data["tools"]
