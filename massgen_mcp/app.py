@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from massgen_mcp.backends import BackendContext
 from massgen_mcp.config.choose import MCP, Vocabulary, auto_team_models, resolve_team
 from massgen_mcp.config.env import Environment
-from massgen_mcp.config.team import Team
 from massgen_mcp.config.trust import TeamPolicy
 from massgen_mcp.errors import InputError
 from massgen_mcp.inputs import join_context, read_context_files
 from massgen_mcp.paths import state_dir
-from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engine and the team models load at the first run (start-up time)
+    from massgen_mcp.backends import BackendContext
+    from massgen_mcp.config.team import Team
     from massgen_mcp.coordination.result import RunResult
     from massgen_mcp.modes.checkpoint.store import CheckpointSession
     from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
+    from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
     from massgen_mcp.runs.live import LiveRun
 
 
@@ -57,7 +57,9 @@ class App:
         #: May a tool call's `models` (or a restricted team file) start a coding-agent CLI?
         self.allow_cli_agents = allow_cli_agents
         self.env = env or Environment(dotenv_dir=self.cwd)
-        self.engine = Engine(state or state_dir(cwd=self.cwd), self.env)
+        self._state = state or state_dir(cwd=self.cwd)
+        self._engine: Engine | None = None
+        self._shut_down: list[str | None] = []  # before the engine existed
         self.default_team = default_team
         self.checkpoint_team = checkpoint_team
         #: May a `checkpoint` call name its own reviewers (`models`/`team`)? Operator only.
@@ -66,8 +68,20 @@ class App:
         self.checkpoint_approval = checkpoint_approval
 
     @property
+    def engine(self) -> Engine:
+        """The run engine, made at its first use: a server that only lists its tools never
+        imports it (start-up time, bench/startup.py)."""
+        if self._engine is None:
+            from massgen_mcp.runs.engine import Engine
+
+            self._engine = Engine(self._state, self.env)
+            for reason in self._shut_down:
+                self._engine.shut_down(reason)
+        return self._engine
+
+    @property
     def state(self) -> Path:
-        return self.engine.state
+        return self._state
 
     # ------------------------------------------------------------------ choosing
 
@@ -232,11 +246,15 @@ class App:
     def shut_down(self, reason: str | None = None) -> None:
         """From now on, runs that stop are recorded `interrupted`, with `reason` (else the
         reason given before)."""
-        self.engine.shut_down(reason)
+        if self._engine is None:  # no run yet: the engine, if one is made, starts stopped
+            self._shut_down.append(reason)
+        else:
+            self._engine.shut_down(reason)
 
     async def wait_for_live_runs(self) -> None:
         """Until every run live in this process has closed its record."""
-        await self.engine.wait_for_live_runs()
+        if self._engine is not None:
+            await self._engine.wait_for_live_runs()
 
     # ------------------------------------------------------------------ stored results
 

@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Ask the team for a structured, validated task plan; it is "
                                       "stored under .massgen/plans/.")
     plan.add_argument("goal", help="what the plan should achieve")
-    from massgen_mcp.modes.planning.schema import DEPTHS
+    from massgen_mcp.modes.planning.depth import DEPTHS
 
     plan.add_argument("--depth", choices=DEPTHS,
                       default="dynamic", help="plan size: shallow 5-10 tasks, medium 20-50, "

@@ -8,14 +8,15 @@ things (`Vocabulary`: CLI flags, MCP tool arguments or Python keyword arguments)
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from massgen_mcp.config.env import Environment
-from massgen_mcp.config.load import load_team, team_from_data
 from massgen_mcp.config.providers import PROVIDERS
-from massgen_mcp.config.shorthand import team_from_models
-from massgen_mcp.config.team import AgentSpec, Team
 from massgen_mcp.errors import ConfigError, MissingKeyError
 from massgen_mcp.paths import bundled_configs_dir
+
+if TYPE_CHECKING:  # the team models and loaders load when a team is chosen (start-up time)
+    from massgen_mcp.config.team import AgentSpec, Team
 
 AUTO_PROVIDERS = ("openai", "claude", "gemini", "grok", "openrouter")
 AUTO_MODELS = {"openrouter": ("openai/gpt-5", "anthropic/claude-sonnet-4.5",
@@ -142,6 +143,8 @@ def _bundled_file(name: str) -> str | None:
 def _load(name: str, env: Environment) -> Team:
     """A team by name or path; a bundled team with missing keys keeps the agents it can
     run (at least MIN_AGENTS) and notes the others."""
+    from massgen_mcp.config.load import load_team, team_from_data
+
     try:
         return load_team(name, env)
     except MissingKeyError:
@@ -178,6 +181,8 @@ def _load(name: str, env: Environment) -> Team:
 
 def load_team_from(data: dict[str, object], agents: list[object], name: str,
                    env: Environment) -> Team:
+    from massgen_mcp.config.load import team_from_data
+
     team = team_from_data({**data, "agents": agents}, f"{name}.yaml", env, name=name)
     return replace(team, source=f"bundled:{name}")
 
@@ -199,6 +204,9 @@ def resolve_team(
     """Pick the team for a call: the call's models, else its team, else the server's default
     team, else one built from the keys that are set (or local model servers found by the
     caller, `extra_models`), else the MCP client's own model through sampling."""
+    from massgen_mcp.config.shorthand import team_from_models
+    from massgen_mcp.config.team import Team
+
     env = env if env is not None else Environment()
     if models:
         return team_from_models(models, env, where=vocabulary.models_name)

@@ -25,7 +25,6 @@ name would carry a secret into a URL.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +113,8 @@ def resolve_team_argument(arg: str, policy: TeamPolicy, cwd: Path) -> TeamSource
         if (bundled_configs_dir() / f"{arg}.yaml").is_file():
             return TeamSource(arg, None)
         names = sorted({*bundled_team_names(), *mine})
+        import difflib
+
         close = difflib.get_close_matches(arg, names, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise ConfigError(f"no team named '{arg}': {hint}teams are {', '.join(names) or '(none)'}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from mcp.server.apps import Apps, ResourceCsp
 
-from massgen_mcp.runs.view.page import asset, esc
+from massgen_mcp.runs.view.assets import asset, esc
 
 APP_URI = "ui://massgen/run.html"
 POLL_MS = 1000

@@ -8,17 +8,19 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
-from massgen_mcp.app import App
-from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
-from massgen_mcp.runs.engine import PreparedRun
 from massgen_mcp.runs.progress import describe_event
+
+if TYPE_CHECKING:  # loaded by the first run (start-up time)
+    from massgen_mcp.app import App
+    from massgen_mcp.coordination.result import RunResult
+    from massgen_mcp.runs.engine import PreparedRun
 
 log = logging.getLogger("massgen_mcp.server")
 
@@ -88,6 +90,8 @@ class ToolHost:
             if self.background is None:
                 raise ToolError("background runs are not available in this server mode; "
                                 "call with wait=true")
+            from massgen_mcp.coordination.result import RunResult
+
             self.background.start_soon(self._background, prepared)
             snap = prepared.live.snapshot()
             return snap or RunResult(run_id=prepared.run_id, status="running",

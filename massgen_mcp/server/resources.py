@@ -8,12 +8,15 @@ imported when it is read.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
-from massgen_mcp.app import App
 from massgen_mcp.errors import MassgenError
+
+if TYPE_CHECKING:
+    from massgen_mcp.app import App
 
 
 def register_resources(mcp: MCPServer, app: App) -> None:

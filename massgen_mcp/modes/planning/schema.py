@@ -15,15 +15,15 @@ from __future__ import annotations
 import difflib
 import heapq
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from massgen_mcp.coordination.answers import AnswerRejected
 from massgen_mcp.errors import InputError
+from massgen_mcp.modes.planning.depth import DEPTHS as DEPTHS  # re-exported
+from massgen_mcp.modes.planning.depth import Depth as Depth
 
-Depth = Literal["shallow", "medium", "deep", "dynamic"]
-DEPTHS: tuple[str, ...] = get_args(Depth)
 Priority = Literal["high", "medium", "low"]
 TaskType = Literal["deterministic", "exploratory"]
 

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import cache
-from html import escape
-from importlib.resources import files
 
+from massgen_mcp.runs.view.assets import asset, esc
 from massgen_mcp.runs.view.diff import diff_html
 from massgen_mcp.runs.view.graph import checkpoint_steps, plan_graph
 from massgen_mcp.runs.view.markdown import render_markdown
@@ -20,15 +18,6 @@ from massgen_mcp.runs.view.model import BUSY, AgentView, RunView
 _KEY_EVENTS = {"answer", "vote", "restart", "consensus", "agent_failed", "run_finished",
                "timeout", "budget_exceeded", "presentation_started", "presentation_done"}
 _QUIET_EVENTS = {"turn_started", "reminder", "tool_call"}
-
-
-def esc(value: object) -> str:
-    return escape(str(value), quote=True)
-
-
-@cache
-def asset(name: str) -> str:
-    return (files("massgen_mcp.runs.view") / name).read_text(encoding="utf-8")
 
 
 @dataclass
