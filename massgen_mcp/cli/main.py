@@ -220,13 +220,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _NotServeOptions(Exception):
+    pass
+
+
+def serve_args(argv: list[str]) -> argparse.Namespace | None:
+    """`argv` parsed as `build_parser()` parses it when it is only server options, as MCP
+    clients start the server, without building every subcommand's parser (start-up time);
+    None for anything else (a subcommand, help, a bad value), which the full parser
+    handles and words."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise _NotServeOptions(message)
+
+    parser = Parser(prog="massgen-mcp", add_help=False)
+    _serve_options(parser)
+    try:
+        args, rest = parser.parse_known_args(argv)
+    except _NotServeOptions:
+        return None
+    if rest:
+        return None
+    args.command = None
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:2] == ["hook", "pre-tool-use"]:  # the hot path: no argparse tree, no imports
         from massgen_mcp.hook.main import main as hook_main
 
         return hook_main(argv[2:])
-    args = build_parser().parse_args(argv)
+    args = serve_args(argv)
+    if args is None:
+        args = build_parser().parse_args(argv)
     command = args.command or "serve"
     try:
         if command == "serve":

@@ -1,5 +1,8 @@
-"""The tool catalog (server/catalog.py): `tools/list` before the tools are built is what the
-SDK generates from the real registration, and the tools it lists work.
+"""What makes the server start fast changes nothing a client or a user sees.
+
+The tool catalog (server/catalog.py): `tools/list` before the tools are built is what the
+SDK generates from the real registration, and the tools it lists work. The CLI's fast path
+(`serve_args`): a plain server start parses as the full parser parses it.
 
 The server answers `tools/list` from the shipped `catalog.json` and builds its tools at the
 first call (start-up time, bench/startup.py). These tests hold the file to the real tools: a
@@ -14,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import mcp.types as types
+import pytest
 from mcp import Client
 from mcp_harness import memory_client
 
 from massgen_mcp.app import App
+from massgen_mcp.cli.main import build_parser, serve_args
 from massgen_mcp.config.env import Environment
 from massgen_mcp.server import build_server, catalog, generate_catalog
 
@@ -82,3 +87,25 @@ def test_a_catalog_from_other_versions_is_not_used(tmp_path: Path) -> None:
     (tmp_path / "broken.json").write_text("{")
     assert catalog.load(tmp_path / "broken.json") is None
     assert catalog.load() == data["tools"]
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["--team", "review", "--transport", "streamable-http", "--port", "9000"],
+    ["--team-dir", "a", "--team-dir", "b", "--allow-team-path"],
+    ["--allow-team-path", "full", "--log-level", "debug", "--allow-cli-agents"],
+    ["--checkpoint-team", "x", "--checkpoint-approval", "unanimous", "--state-dir", "s"],
+])
+def test_server_options_parse_as_the_full_parser_parses_them(argv: list[str]) -> None:
+    fast = serve_args(argv)
+    assert fast is not None
+    assert vars(fast) == vars(build_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", [
+    ["serve"], ["serve", "--port", "1"], ["--team", "x", "serve"], ["-h"], ["--help"],
+    ["--version"], ["--transport", "bogus"], ["--port", "x"], ["--team"], ["run", "task"],
+    ["hook", "pre-tool-use"], ["--no-such-option"],
+])
+def test_anything_else_goes_to_the_full_parser(argv: list[str]) -> None:
+    """Subcommands, help and errors: the full parser answers (and words the error)."""
+    assert serve_args(argv) is None
