@@ -13,13 +13,15 @@ regenerated.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import mcp.types as types
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp_harness import memory_client
+from pydantic import BaseModel
 
 from massgen_mcp.app import App
 from massgen_mcp.cli.main import build_parser, serve_args
@@ -29,41 +31,65 @@ from massgen_mcp.server import build_server, catalog, generate_catalog
 REGENERATE = "python -m massgen_mcp.server.write_catalog"
 
 
-def wire(tools: list[types.Tool]) -> list[dict[str, Any]]:
-    return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+def wire(items: Sequence[BaseModel]) -> list[dict[str, Any]]:
+    return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in items]
 
 
 async def test_the_shipped_catalog_is_what_the_real_tools_generate() -> None:
     shipped = json.loads(catalog.CATALOG.read_text(encoding="utf-8"))
     assert shipped["versions"] == catalog.versions(), (
         f"catalog.json was generated with other pydantic / MCP SDK versions: {REGENERATE}")
-    assert shipped["tools"] == await generate_catalog(), f"catalog.json is stale: {REGENERATE}"
-    assert catalog.CATALOG.read_text(encoding="utf-8") == catalog.render(shipped["tools"]), (
+    fresh = await generate_catalog()
+    assert {p: shipped[p] for p in catalog.PARTS} == fresh, f"catalog.json is stale: {REGENERATE}"
+    assert catalog.CATALOG.read_text(encoding="utf-8") == catalog.render(fresh), (
         f"catalog.json was edited by hand: {REGENERATE}")
+    assert [t["name"] for t in fresh["tools"]][:2] == ["run_consensus", "get_run"]
+    assert fresh["resourceTemplates"] and fresh["prompts"]
 
 
 def _app(tmp_path: Path) -> App:
     return App(tmp_path / ".massgen", env=Environment({}, dotenv_dir=tmp_path), cwd=tmp_path)
 
 
-async def test_listed_from_the_catalog_as_the_sdk_lists_the_built_tools(tmp_path: Path) -> None:
+async def _lists(client: Client) -> str:
+    """Everything a client lists, as the wire has it."""
+    return json.dumps({
+        "tools": wire((await client.list_tools()).tools),
+        "resources": wire((await client.list_resources()).resources),
+        "templates": wire((await client.list_resource_templates()).resource_templates),
+        "prompts": wire((await client.list_prompts()).prompts)})
+
+
+async def test_listed_from_the_catalog_as_the_sdk_lists_the_built_ones(tmp_path: Path) -> None:
     """Over a real client, in both protocol eras: the same entries, byte for byte, before
-    and after the tools are built."""
+    and after the tools, templates and prompts are built; each part is built by the first
+    request that needs it, and only then."""
     for mode in ("legacy", "auto"):
         lazy, _ = build_server(_app(tmp_path))
         eager, _ = build_server(_app(tmp_path), catalog_tools=False)
-        assert isinstance(lazy._tool_manager, catalog.LazyTools)
+        tools, templates, prompts = (lazy._tool_manager, lazy._resource_manager,
+                                     lazy._prompt_manager)
+        assert isinstance(tools, catalog.LazyTools)
+        assert isinstance(templates, catalog.LazyTemplates)
+        assert isinstance(prompts, catalog.LazyPrompts)
         assert not isinstance(eager._tool_manager, catalog.LazyTools)
         async with Client(eager, mode=mode) as client:
-            expected = wire((await client.list_tools()).tools)
+            expected = await _lists(client)
         async with Client(lazy, mode=mode) as client:
-            before = wire((await client.list_tools()).tools)
-            assert not lazy._tool_manager.built  # listing builds nothing
+            assert await _lists(client) == expected
+            index = await client.read_resource("massgen://runs")  # static: builds nothing
+            assert json.loads(index.contents[0].text) == {"runs": []}  # type: ignore[union-attr]
+            assert not (tools.built or templates.built or prompts.built)
             called = await client.call_tool("list_runs", {"limit": 5})
-            assert lazy._tool_manager.built
-            after = wire((await client.list_tools()).tools)
-        assert json.dumps(before) == json.dumps(expected) == json.dumps(after)
+            assert tools.built and not (templates.built or prompts.built)
+            prompt = await client.get_prompt("plan", {"goal": "ship it"})
+            assert prompts.built and not templates.built
+            with pytest.raises(MCPError, match="run_nope"):  # the template's own answer
+                await client.read_resource("massgen://runs/run_nope/answer")
+            assert templates.built
+            assert await _lists(client) == expected
         assert not called.is_error and called.structured_content == {"runs": []}
+        assert "ship it" in str(prompt.messages[0].content)
 
 
 async def test_a_listed_tool_validates_its_arguments_when_called_first(tmp_path: Path) -> None:
@@ -86,7 +112,7 @@ def test_a_catalog_from_other_versions_is_not_used(tmp_path: Path) -> None:
     assert catalog.load(tmp_path / "missing.json") is None
     (tmp_path / "broken.json").write_text("{")
     assert catalog.load(tmp_path / "broken.json") is None
-    assert catalog.load() == data["tools"]
+    assert catalog.load() == {p: data[p] for p in catalog.PARTS}
 
 
 @pytest.mark.parametrize("argv", [

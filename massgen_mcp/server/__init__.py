@@ -24,7 +24,7 @@ from massgen_mcp import __version__
 from massgen_mcp.app import App
 from massgen_mcp.server import catalog
 from massgen_mcp.server.host import ToolHost
-from massgen_mcp.server.resources import register_prompts, register_resources
+from massgen_mcp.server.resources import register_index, register_prompts, register_run_resources
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -73,9 +73,9 @@ def build_server(app: App, *, tasks: bool = True, catalog_tools: bool = True
     """The MCPServer with every tool, resource and prompt registered, and the MCP Tasks
     extension (server/tasks.py) unless `tasks` is false.
 
-    The tools are listed from the shipped catalog (server/catalog.py) and built when one is
-    first needed; `catalog_tools=False` (or a catalog that does not fit the installed SDK)
-    builds them now."""
+    The tools, resource templates and prompts are listed from the shipped catalog
+    (server/catalog.py) and built when one is first needed; `catalog_tools=False` (or a
+    catalog that does not fit the installed SDK) builds them now."""
     from massgen_mcp.server.apps import apps_extension
     from massgen_mcp.server.tasks import TasksExtension
 
@@ -86,23 +86,22 @@ def build_server(app: App, *, tasks: bool = True, catalog_tools: bool = True
                   extensions=[*([TasksExtension(host, render=_render)] if tasks else []),
                               apps_extension()])
     listed = catalog.load() if catalog_tools else None
-    if listed is None:
+    if listed is None or not catalog.defer(
+            mcp, listed, tools=lambda: register_tools(mcp, host),
+            templates=lambda: register_run_resources(mcp, app),
+            prompts=lambda: register_prompts(mcp)):
         register_tools(mcp, host)
-    else:
-        mcp._tool_manager = catalog.LazyTools(
-            listed, lambda: register_tools(mcp, host),
-            warn_on_duplicate_tools=mcp.settings.warn_on_duplicate_tools)
-    register_resources(mcp, app)
-    register_prompts(mcp)
+        register_run_resources(mcp, app)
+        register_prompts(mcp)
+    register_index(mcp, app)
     return mcp, host
 
 
-async def generate_catalog() -> list[dict[str, Any]]:
-    """The `tools/list` entries of a server whose tools were built at start (what
-    catalog.json must hold)."""
+async def generate_catalog() -> dict[str, list[dict[str, Any]]]:
+    """What a server built at start lists (what catalog.json must hold)."""
     import tempfile
     from pathlib import Path
 
     with tempfile.TemporaryDirectory() as state:
         mcp, _ = build_server(App(Path(state), cwd=Path(state)), catalog_tools=False)
-        return catalog.entries(await mcp.list_tools())
+        return await catalog.listed_by(mcp)

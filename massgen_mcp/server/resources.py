@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from massgen_mcp.app import App
 
 
-def register_resources(mcp: MCPServer, app: App) -> None:
-    """Runs as resources: the index, one run, its events."""
+def register_index(mcp: MCPServer, app: App) -> None:
+    """The runs index: a static resource."""
     @mcp.resource("massgen://runs", name="runs", mime_type="application/json",
                   description="The 50 most recent runs with status and winner.")
     def runs_index() -> str:
@@ -29,6 +29,9 @@ def register_resources(mcp: MCPServer, app: App) -> None:
         return RunList(runs=[run_summary(r) for r in app.list_runs(50)]).model_dump_json(
             indent=1)
 
+
+def register_run_resources(mcp: MCPServer, app: App) -> None:
+    """One run as resources (templates): its record, answer, view and events, and pages."""
     from massgen_mcp.server.result_pages import register_result_pages, whole_or_index
 
     def record(run_id: str) -> str:
