@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from massgen_mcp.config.env import Environment
-from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.errors import ConfigError, MissingKeyError
 from massgen_mcp.paths import bundled_configs_dir
 
@@ -87,6 +86,8 @@ def auto_team_models(env: Environment) -> list[str]:
     """The --models list a default team is built from: one agent per provider with a key;
     with a single provider, three agents on it, on different models where it has them
     (OpenRouter: three different vendors)."""
+    from massgen_mcp.config.providers import PROVIDERS
+
     available = [n for n in AUTO_PROVIDERS if env.first(PROVIDERS[n].key_env)]
     direct = [n for n in available if n != "openrouter"]
     if len(direct) >= 2:

@@ -39,11 +39,20 @@ PARTS = ("tools", "resourceTemplates", "prompts")
 
 def versions() -> dict[str, str]:
     """What the SDK's schema output depends on besides our code."""
-    from importlib.metadata import version
-
     import pydantic
 
-    return {"mcp": version("mcp"), "pydantic": pydantic.VERSION}
+    return {"mcp": _sdk_version(), "pydantic": pydantic.VERSION}
+
+
+def _sdk_version() -> str:
+    """The MCP SDK's version, looked up next to the SDK first: `version("mcp")` searches
+    every entry of sys.path, a few ms of a start-up."""
+    from importlib.metadata import Distribution, version
+
+    import mcp
+
+    found = list(Distribution.discover(name="mcp", path=[str(Path(mcp.__file__).parents[1])]))
+    return found[0].version if len(found) == 1 else version("mcp")
 
 
 def load(path: Path = CATALOG) -> dict[str, list[dict[str, Any]]] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 from html import escape
-from importlib.resources import files
+from pathlib import Path
 
 
 def esc(value: object) -> str:
@@ -14,4 +14,6 @@ def esc(value: object) -> str:
 
 @cache
 def asset(name: str) -> str:
-    return (files("massgen_mcp.runs.view") / name).read_text(encoding="utf-8")
+    # Next to this module (the package installs as files; importlib.resources would add
+    # its import to the server's start-up for the MCP App's stylesheet).
+    return Path(__file__).with_name(name).read_text(encoding="utf-8")
