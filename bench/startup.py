@@ -89,17 +89,51 @@ def _env(pycache: Path) -> dict[str, str]:
     return env
 
 
-async def _time_to_tools(params: StdioServerParameters) -> tuple[float, int]:
-    """Seconds from spawn to the tools/list response, and how many tools it lists."""
+def _children() -> list[int]:
+    """This process's child processes (Linux /proc; [] elsewhere)."""
+    me = str(os.getpid())
+    found = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            found.append(int(entry.parent.name))
+    return found
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time the process has used so far, every thread's (ns-exact from schedstat)."""
+    try:
+        return sum(int((t / "schedstat").read_text().split()[0])
+                   for t in Path(f"/proc/{pid}/task").iterdir()) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def _time_to_tools(params: StdioServerParameters) -> tuple[float, int, float | None]:
+    """Seconds from spawn to the tools/list response, how many tools it lists, and the CPU
+    seconds the server process used until then (None where /proc cannot tell)."""
     with open(os.devnull, "w") as devnull:
         start = time.perf_counter()
         async with Client(stdio_client(params, errlog=devnull), mode="legacy") as client:
             tools = (await client.list_tools()).tools
-            return time.perf_counter() - start, len(tools)
+            elapsed = time.perf_counter() - start
+            pids = _children()
+            cpu = _cpu_seconds(pids[0]) if len(pids) == 1 else None
+            return elapsed, len(tools), cpu
 
 
-async def _startup(runs: int, tmp: Path, env: dict[str, str]
-                   ) -> tuple[dict[str, list[float]], list[float]]:
+@dataclass
+class Spawns:
+    times: dict[str, list[float]]  # wall seconds to tools/list, per server
+    ratios: list[float]  # per pair
+    cpu: dict[str, list[float]]  # CPU seconds of the server process to tools/list
+    cpu_ratios: list[float]
+
+
+async def _startup(runs: int, tmp: Path, env: dict[str, str]) -> Spawns:
     bare = tmp / "bare_server.py"
     bare.write_text(BARE_SERVER)
     work = tmp / "work"
@@ -109,20 +143,25 @@ async def _startup(runs: int, tmp: Path, env: dict[str, str]
         "bare MCPServer, 1 tool": StdioServerParameters(command=sys.executable, args=[str(bare)],
                                                         env=env, cwd=str(work)),
     }
-    times: dict[str, list[float]] = {name: [] for name in servers}
+    out = Spawns({name: [] for name in servers}, [], {name: [] for name in servers}, [])
     for name, params in servers.items():  # warm-up: fills the bytecode cache
-        _, count = await _time_to_tools(params)
+        _, count, _ = await _time_to_tools(params)
         if count == 0:
             raise SystemExit(f"{name} listed no tools")
-    ratios: list[float] = []
     names = list(servers)
     for i in range(runs):
         pair: dict[str, float] = {}
+        cpu: dict[str, float | None] = {}
         for name in names if i % 2 == 0 else names[::-1]:  # ABBA: neither always goes first
-            pair[name], _ = await _time_to_tools(servers[name])
-            times[name].append(pair[name])
-        ratios.append(pair["massgen-mcp"] / pair["bare MCPServer, 1 tool"])
-    return times, ratios
+            pair[name], _, cpu[name] = await _time_to_tools(servers[name])
+            out.times[name].append(pair[name])
+        out.ratios.append(pair["massgen-mcp"] / pair["bare MCPServer, 1 tool"])
+        ours, bare = cpu["massgen-mcp"], cpu["bare MCPServer, 1 tool"]
+        if ours and bare:
+            out.cpu["massgen-mcp"].append(ours)
+            out.cpu["bare MCPServer, 1 tool"].append(bare)
+            out.cpu_ratios.append(ours / bare)
+    return out
 
 
 def _sdks_imported(env: dict[str, str]) -> list[str]:
@@ -209,7 +248,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         env = _env(tmp / "pycache")
-        times, ratios = anyio.run(_startup, args.runs, tmp, env)
+        spawns = anyio.run(_startup, args.runs, tmp, env)
+        times, ratios = spawns.times, spawns.ratios
         sdks = _sdks_imported(env)
         ours = _importtime(["-c", "import massgen_mcp.server"], env, args.importtime_runs)
         sdk_only = _importtime(["-c", "import mcp.server.mcpserver"], env,
@@ -235,6 +275,12 @@ def main() -> int:
     print(f"ratio massgen-mcp / bare, median of the {len(ratios)} pairs: {ratio:.3f} (goal <= "
           f"{GOAL_RATIO}) -> {'met' if ratio <= GOAL_RATIO else 'NOT met'}; ratio of the "
           f"medians: {ratio_of_medians:.3f}")
+    if spawns.cpu_ratios:
+        cpu = {name: median(v) for name, v in spawns.cpu.items()}
+        print(f"CPU time of the server process to the first tools/list (every thread; less "
+              f"sensitive to load than wall time): massgen-mcp {cpu['massgen-mcp'] * 1000:.0f} "
+              f"ms, bare {cpu['bare MCPServer, 1 tool'] * 1000:.0f} ms; ratio, median of the "
+              f"{len(spawns.cpu_ratios)} pairs: {median(spawns.cpu_ratios):.3f}")
     print(f"\nrun-only modules (provider SDKs, PyYAML) imported by `import massgen_mcp.server`: "
           f"{sdks or 'none'} -> "
           f"{'NOT met' if sdks else 'met'}")
@@ -287,6 +333,8 @@ def main() -> int:
         "median_s": {k: round(v, 4) for k, v in medians.items()},
         "ratio": round(ratio, 3), "ratio_of_medians": round(ratio_of_medians, 3),
         "goal_met": ratio <= GOAL_RATIO,
+        "cpu_median_s": {k: round(median(v), 4) for k, v in spawns.cpu.items() if v},
+        "cpu_ratio": round(median(spawns.cpu_ratios), 3) if spawns.cpu_ratios else None,
         "provider_sdks_imported": sdks,
         "import_s": {"interpreter": round(interpreter, 4), "mcp.server.mcpserver":
                      round(import_sdk, 4), "massgen_mcp.server": round(import_ours, 4)},
