@@ -135,3 +135,10 @@ def test_server_options_parse_as_the_full_parser_parses_them(argv: list[str]) ->
 def test_anything_else_goes_to_the_full_parser(argv: list[str]) -> None:
     """Subcommands, help and errors: the full parser answers (and words the error)."""
     assert serve_args(argv) is None
+
+
+def test_the_sdk_version_is_the_installed_one() -> None:
+    """The catalog's fast lookup (the dist-info next to the SDK) agrees with importlib."""
+    from importlib.metadata import version
+
+    assert catalog.versions()["mcp"] == version("mcp")

@@ -45,14 +45,19 @@ def versions() -> dict[str, str]:
 
 
 def _sdk_version() -> str:
-    """The MCP SDK's version, looked up next to the SDK first: `version("mcp")` searches
-    every entry of sys.path, a few ms of a start-up."""
-    from importlib.metadata import Distribution, version
+    """The MCP SDK's version, from the name of its dist-info directory next to it when there
+    is one: `importlib.metadata` searches every entry of sys.path, a few ms of a start-up."""
+    import os
 
     import mcp
 
-    found = list(Distribution.discover(name="mcp", path=[str(Path(mcp.__file__).parents[1])]))
-    return found[0].version if len(found) == 1 else version("mcp")
+    found = [name for name in os.listdir(Path(mcp.__file__).parents[1])
+             if name.startswith("mcp-") and name.endswith(".dist-info")]
+    if len(found) == 1:
+        return found[0].removeprefix("mcp-").removesuffix(".dist-info")
+    from importlib.metadata import version
+
+    return version("mcp")
 
 
 def load(path: Path = CATALOG) -> dict[str, list[dict[str, Any]]] | None:
