@@ -142,3 +142,21 @@ def test_the_sdk_version_is_the_installed_one() -> None:
     from importlib.metadata import version
 
     assert catalog.versions()["mcp"] == version("mcp")
+
+
+def test_a_build_that_fails_leaves_the_listing_and_is_tried_again() -> None:
+    tries: list[int] = []
+
+    def broken() -> None:
+        tries.append(1)
+        raise RuntimeError("the tools could not be built")
+
+    listed = catalog.load()
+    assert listed is not None
+    tools = catalog.LazyTools(listed["tools"], broken)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="could not be built"):
+            tools.get_tool("run_consensus")
+        assert not tools.built
+        assert [t.name for t in tools.list_tools()] == [t["name"] for t in listed["tools"]]
+    assert len(tries) == 2

@@ -141,9 +141,14 @@ class _Deferred:
         return self._listed is None
 
     def build(self) -> None:
-        if self._listed is not None:
+        listed = self._listed
+        if listed is not None:
             self._listed = None  # first: the build registers through the manager
-            self._build()
+            try:
+                self._build()
+            except BaseException:
+                self._listed = listed  # still listed; the next lookup tries again
+                raise
 
 
 class LazyTools(_Deferred, ToolManager):
