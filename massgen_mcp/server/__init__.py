@@ -3,7 +3,8 @@
     host.py        what tool bodies share: team choice, progress, background runs, errors
     tools.py       run tools
     resources.py   run resources, prompts
-    catalog.py     the tool list answered before the tools are built (catalog.json)
+    catalog.py     what tools/list (templates, prompts) answer before the real ones are built
+    write_catalog.py  regenerates catalog.json from the real registration
     result_size.py the compact result clients get by default, and size limits
     tasks.py       MCP Tasks (io.modelcontextprotocol/tasks): long calls answered with a task
     apps.py        the run viewer as an MCP App (io.modelcontextprotocol/ui)
