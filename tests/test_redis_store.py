@@ -31,6 +31,7 @@ from mcp import Client
 from mcp_harness import http_server, write_team
 from redis_server import RedisServer, free_port
 from scripted_provider import Reply, ScriptedProvider, ScriptRequest, answer, vote
+from tasks_client import CreateTaskResult, TasksClient, get_task
 from test_secrets import ENV_KEY, LEAKS, SAYS, TEAM_KEY, talker
 
 from massgen_mcp.app import App
@@ -438,3 +439,41 @@ def test_export_from_redis_through_the_command(redis_url: str, tmp_path: Path) -
                           "run_20261201T000000Z_ffffff", "--store", redis_url],
                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert bad.returncode == 1 and "no run 'run_20261201T000000Z_ffffff'" in bad.stderr
+
+
+async def test_a_task_made_on_one_replica_is_answered_by_another(
+        provider: ScriptedProvider, redis_url: str, tmp_path: Path) -> None:
+    """The task store is the run store: `tasks/get` on a second App on the same Redis
+    resolves a task the first App created, while it works and once it is done."""
+    gate = threading.Event()
+    provider.script("task-a", _gated(gate, "Use SQS"))
+    team = write_team(tmp_path / "team.yaml", provider, [("a", "openai", "task-a")])
+    one = _app(tmp_path / "one" / ".massgen", redis_url, team)
+    two = _app(tmp_path / "two" / ".massgen", redis_url, team)
+    elsewhere: list[dict[str, Any]] = []
+    mcp2, _ = build_server(two)
+    async with Client(mcp2, mode="2026-07-28", extensions=[TasksClient()]) as c2:
+
+        async def on_poll(session: Any, created: CreateTaskResult,
+                          task: dict[str, Any]) -> None:
+            if task["status"] == "working" and not elsewhere:
+                elsewhere.append(await get_task(c2.session, created.task_id))
+                gate.set()
+
+        tasks = TasksClient(on_poll=on_poll)
+        try:
+            mcp1, host1 = build_server(one)
+            async with anyio.create_task_group() as background:
+                host1.background = background
+                async with Client(mcp1, mode="2026-07-28", extensions=[tasks]) as c1:
+                    r = await c1.call_tool("run_consensus", {"task": "Which queue?"})
+                background.cancel_scope.cancel()
+        finally:
+            gate.set()
+        assert not r.is_error and r.structured_content is not None
+        task_id = tasks.created[0].task_id
+        assert elsewhere[0]["status"] == "working" and elsewhere[0]["taskId"] == task_id
+        done = await get_task(c2.session, task_id)
+        assert done["status"] == "completed"
+        assert done["result"]["structuredContent"]["final_answer"] == "FINAL: Use SQS"
+    assert not any(task_id in blob for blob in _scan(redis_url))  # only its hash is kept
