@@ -477,3 +477,24 @@ async def test_a_task_made_on_one_replica_is_answered_by_another(
         assert done["status"] == "completed"
         assert done["result"]["structuredContent"]["final_answer"] == "FINAL: Use SQS"
     assert not any(task_id in blob for blob in _scan(redis_url))  # only its hash is kept
+
+
+def test_report_and_view_read_a_run_from_redis_and_refuse_a_bad_store(
+        redis_url: str, tmp_path: Path) -> None:
+    store = open_store(redis_url, tmp_path / "src")
+    run_id = "run_20261201T000000Z_0d0d0d"
+    writer = store.open(run_id, Redactor(), {"task": "Reported from Redis?"})
+    writer.event("run_started", {})
+    writer.finish(RunResult(run_id=run_id, status="completed", task="Reported from Redis?",
+                            team="t", final_answer="Yes, from Redis"))
+    out = subprocess.run([sys.executable, "-m", "massgen_mcp.cli", "report", "latest",
+                          "--store", redis_url, "-o", "-"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "Reported from Redis?" in out.stdout and "Yes, from Redis" in out.stdout
+    url = f"redis://:view-secret-77@127.0.0.1:{free_port()}/0"
+    bad = subprocess.run([sys.executable, "-m", "massgen_mcp.cli", "view", "--no-open",
+                          "--store", url], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path)
+    assert bad.returncode == 1 and "does not answer" in bad.stderr
+    assert "view-secret-77" not in bad.stderr + bad.stdout
