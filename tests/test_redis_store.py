@@ -498,3 +498,21 @@ def test_report_and_view_read_a_run_from_redis_and_refuse_a_bad_store(
                          cwd=tmp_path)
     assert bad.returncode == 1 and "does not answer" in bad.stderr
     assert "view-secret-77" not in bad.stderr + bad.stdout
+
+
+def test_the_password_never_reaches_a_log_when_redis_goes_away(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with RedisServer(extra=["--requirepass", "log-secret-pass-31"]) as server:
+        url = f"redis://:log-secret-pass-31@127.0.0.1:{server.port}/0"
+        store = open_store(url, tmp_path)
+        run_id = "run_20261201T000000Z_0c0c0c"
+        writer = store.open(run_id, Redactor(), {"task": "Logged?"})
+        server.stop()
+        with caplog.at_level("DEBUG"):
+            writer.event("answer", {"agent": "a"})
+            writer.status(RunResult(run_id=run_id, status="running", task="Logged?",
+                                    team="t"))
+            with pytest.raises(MassgenError) as e:
+                store.load(run_id)
+    assert "did not take its events" in caplog.text and "redis://:***@127.0.0.1" in caplog.text
+    assert "log-secret-pass-31" not in caplog.text + str(e.value)
