@@ -516,3 +516,23 @@ def test_the_password_never_reaches_a_log_when_redis_goes_away(
                 store.load(run_id)
     assert "did not take its events" in caplog.text and "redis://:***@127.0.0.1" in caplog.text
     assert "log-secret-pass-31" not in caplog.text + str(e.value)
+
+
+async def test_a_run_whose_event_loop_stopped_polling_loses_its_lease(
+        redis_url: str, tmp_path: Path) -> None:
+    """The lease thread keeps a run alive only while the executing loop still polls
+    `cancel_requested` (the executor does every second): a wedged loop is not alive."""
+    store = open_store(redis_url, tmp_path, lease_ttl=1.0)
+    run_id = "run_20261201T000000Z_0b0b0b"
+    polled = store.open(run_id, Redactor(), {"task": "Wedged?"})
+    polled.status(RunResult(run_id=run_id, status="running", task="Wedged?", team="t"))
+    assert not polled.cancel_requested()  # one poll, then none: the loop "hangs"
+    quiet = "run_20261201T000000Z_0a0a0a"  # never polled: renewed as long as it is held
+    quiet_writer = store.open(quiet, Redactor(), {"task": "Quiet?"})
+    quiet_writer.status(RunResult(run_id=quiet, status="running", task="Quiet?", team="t"))
+    with anyio.fail_after(WAIT):
+        while store.load(run_id).status == "running":
+            await anyio.sleep(0.05)
+    assert store.load(run_id).status == "interrupted"
+    assert store.load(quiet).status == "running"
+    quiet_writer.finish(RunResult(run_id=quiet, status="completed", task="Quiet?", team="t"))
