@@ -558,3 +558,22 @@ async def test_with_redis_down_tools_fail_clearly_and_the_server_stays_up(
         redis_server.restart()
         listed = await c.call_tool("list_runs", {})
         assert [x["run_id"] for x in listed.structured_content["runs"]] == [run_id]
+
+
+def test_tls_and_unix_socket_urls_reach_their_redis(tmp_path: Path) -> None:
+    with RedisServer(tls=True) as server:
+        assert server.url.startswith("rediss://")
+        store = open_store(server.url, tmp_path)  # verified against the server's own CA
+        run_id = "run_20261201T000000Z_09f9f9"
+        store.open(run_id, Redactor(), {"task": "Over TLS?"}).finish(
+            RunResult(run_id=run_id, status="completed", task="Over TLS?", team="t"))
+        assert store.load(run_id).status == "completed"
+        plain = server.url.replace("rediss://", "redis://").split("?")[0]
+        with pytest.raises(ConfigError, match="does not answer"):
+            open_store(plain, tmp_path, connect_timeout=2.0, timeout=2.0)
+    sock = tmp_path / "redis.sock"
+    with RedisServer(extra=["--unixsocket", str(sock), "--unixsocketperm", "700"]) as server:
+        store = open_store(f"unix://{sock}?db=3", tmp_path)
+        assert store.ids() == []
+        with pytest.raises(ConfigError, match="option the Redis client does not know"):
+            open_store(f"unix://{sock}?db=3&no_such_option=1", tmp_path)

@@ -114,6 +114,11 @@ class RedisStore:
                 url, decode_responses=True, socket_connect_timeout=connect_timeout,
                 socket_timeout=timeout, retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2))
             self.client.ping()
+        except TypeError as e:  # an option redis-py does not know, from the URL's query
+            raise ConfigError(
+                f"--store {self.shown}: the URL has an option the Redis client does not know "
+                f"({scrub(url, str(e))}); keep to db, ssl_ca_certs, ssl_cert_reqs, "
+                "socket_timeout and the like") from None
         except (redis.RedisError, ValueError, OSError) as e:
             raise ConfigError(
                 f"--store {self.shown}: Redis does not answer ({scrub(url, str(e))}); start "
