@@ -9,6 +9,7 @@ host, progress and tasks code a client reaches over HTTP.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import signal
@@ -17,16 +18,18 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
-from agents import answer_then_vote
+from agents import answer_then_vote, has_answered, presenting
 from mcp import Client
-from mcp_harness import EXE, server_env, write_team
-from scripted_provider import ScriptedProvider
+from mcp_harness import EXE, free_port, server_env, write_team
+from scripted_provider import Hang, Reply, ScriptedProvider, ScriptRequest, answer
 
 from massgen_mcp.app import App
 from massgen_mcp.config.env import Environment
+from massgen_mcp.runs.dispatch import follow
 from massgen_mcp.runs.store import RUN_FINISHED
 from massgen_mcp.runs.store_open import open_store
 from massgen_mcp.server import build_server
@@ -142,3 +145,254 @@ async def test_a_worker_runs_the_front_ends_call_with_progress(
     seqs = [e["seq"] for e in events]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     assert provider.requests_for("w-a")
+
+
+def stalls_after_answering(text: str) -> Any:
+    """Answer once, then never answer again (the run has an answer, and goes on)."""
+
+    def script(req: ScriptRequest) -> Reply:
+        return Hang() if has_answered(req) or presenting(req) else answer(text)
+
+    return script
+
+
+async def wait_for_event(app: App, run_id: str, kind: str, timeout: float = 30.0
+                         ) -> dict[str, Any]:
+    """The first event of `kind` in the run's stream (waiting for it)."""
+    with anyio.fail_after(timeout):
+        async for event in follow(app.engine.store, run_id):
+            if event.get("kind") == kind:
+                return event
+    raise AssertionError(f"the run ended without a {kind} event")
+
+
+async def test_a_run_no_worker_takes_ends_interrupted_naming_the_worker_command(
+        team_path: Path, tmp_path: Path, redis_url: str, provider: ScriptedProvider) -> None:
+    progress: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    async with front_end(tmp_path, redis_url, team_path, queue_timeout=1.0) as (client, app):
+        result = await client.call_tool("run_consensus", {"task": "Which queue?"},
+                                        progress_callback=on_progress)  # type: ignore[arg-type]
+        data = result.structured_content
+        assert data is not None and data["status"] == "interrupted"
+        stale = data["run_id"]
+        record = app.get_run(stale)
+        assert record.status == "interrupted"
+        assert record.error and "massgen-mcp worker --store redis://" in record.error
+        assert "--queue-timeout" in record.error
+        assert progress[0].startswith("waiting for a worker")
+        events = app.run_events(stale)
+        assert events[-1]["kind"] == RUN_FINISHED and events[-1]["status"] == "interrupted"
+    assert not provider.requests  # nothing was executed
+    # A worker that starts later never runs it (it left the queue), and runs new calls.
+    with worker(tmp_path, redis_url, team_path):
+        async with front_end(tmp_path, redis_url, team_path) as (client, app):
+            fresh = await client.call_tool("run_consensus", {"task": "Which queue?"})
+            assert fresh.structured_content and \
+                fresh.structured_content["status"] == "completed"
+            assert "worker_started" not in [e["kind"] for e in app.run_events(stale)]
+            assert app.get_run(stale).status == "interrupted"
+
+
+async def test_a_queued_run_cancelled_before_any_worker_took_it(
+        team_path: Path, tmp_path: Path, redis_url: str, provider: ScriptedProvider) -> None:
+    async with front_end(tmp_path, redis_url, team_path) as (client, app):
+        started = await client.call_tool("run_consensus", {"task": "q", "wait": False})
+        assert started.structured_content is not None
+        run_id = started.structured_content["run_id"]
+        assert started.structured_content["status"] == "running"
+        cancelled = await client.call_tool("cancel_run", {"run_id": run_id})
+        assert cancelled.structured_content is not None
+        assert cancelled.structured_content["cancelled"] is True, cancelled.structured_content
+        assert app.get_run(run_id).status == "cancelled"
+        with worker(tmp_path, redis_url, team_path):
+            fresh = await client.call_tool("run_consensus", {"task": "another"})
+            assert fresh.structured_content and \
+                fresh.structured_content["status"] == "completed"
+        assert "worker_started" not in [e["kind"] for e in app.run_events(run_id)]
+        assert all("another" in r.text for r in provider.requests)  # only the second ran
+
+
+async def test_cancel_on_another_front_end_stops_the_run_in_its_worker(
+        provider: ScriptedProvider, tmp_path: Path, redis_url: str) -> None:
+    provider.script("w-stuck", Hang())
+    team = write_team(tmp_path / "t.yaml", provider, [("s", "openai", "w-stuck")])
+    with worker(tmp_path, redis_url, team):
+        async with front_end(tmp_path, redis_url, team) as (one, app_one), \
+                front_end(tmp_path, redis_url, team) as (other, _):
+            started = await one.call_tool("run_consensus", {"task": "t", "wait": False})
+            assert started.structured_content is not None
+            run_id = started.structured_content["run_id"]
+            await provider.wait_for("w-stuck", 1, timeout=30)  # the worker is calling it
+            cancelled = await other.call_tool("cancel_run", {"run_id": run_id})
+            assert cancelled.structured_content is not None
+            assert cancelled.structured_content["cancelled"] is True, \
+                cancelled.structured_content
+            assert cancelled.structured_content["status"] == "cancelled"
+            got = await one.call_tool("get_run", {"run_id": run_id})
+            assert got.structured_content and got.structured_content["status"] == "cancelled"
+            events = app_one.run_events(run_id)
+            assert events[-1]["kind"] == RUN_FINISHED and events[-1]["status"] == "cancelled"
+
+
+async def test_the_waiting_client_cancelling_stops_the_run_in_its_worker(
+        provider: ScriptedProvider, tmp_path: Path, redis_url: str) -> None:
+    provider.script("w-stuck2", Hang())
+    team = write_team(tmp_path / "t.yaml", provider, [("s", "anthropic", "w-stuck2")])
+    with worker(tmp_path, redis_url, team):
+        async with front_end(tmp_path, redis_url, team) as (client, app):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "run_consensus", {"task": "t"})
+                await provider.wait_for("w-stuck2", 1, timeout=30)
+                tg.cancel_scope.cancel()  # the SDK client sends notifications/cancelled
+            [run_id] = app.engine.store.ids()
+            await wait_for_event(app, run_id, RUN_FINISHED)
+            assert app.get_run(run_id).status == "cancelled"
+
+
+async def test_a_worker_whose_team_differs_refuses_the_run(
+        provider: ScriptedProvider, tmp_path: Path, redis_url: str) -> None:
+    provider.script("w-front", answer_then_vote("A"))
+    provider.script("w-other", answer_then_vote("B"))
+    front = write_team(tmp_path / "front.yaml", provider, [("a", "openai", "w-front")])
+    other = write_team(tmp_path / "other.yaml", provider, [("a", "openai", "w-other")])
+    with worker(tmp_path, redis_url, other) as w:
+        async with front_end(tmp_path, redis_url, front) as (client, app):
+            result = await client.call_tool("run_consensus", {"task": "t"})
+            assert result.is_error
+            record = app.get_run(result.structured_content["run_id"]  # type: ignore[index]
+                                 if result.structured_content else "")
+        assert w.proc.poll() is None  # still serving
+    assert w.proc.returncode == 0  # SIGTERM: a clean stop
+    assert record.status == "failed"
+    assert record.error and "a (chatcompletion/w-other)" in record.error
+    assert "a (chatcompletion/w-front)" in record.error and "same --team" in record.error
+    assert not provider.requests  # refused before any call
+
+
+def queue_entry(client: Any, key: str, body: str) -> None:
+    """Put an entry in the workers' queue directly (as anyone who can write to Redis can)."""
+    job_id = f"saq:job:massgen-runs:{key}"
+    client.set(job_id, body)
+    client.zadd("saq:massgen-runs:incomplete", {job_id: 0})
+    client.rpush("saq:massgen-runs:queued", job_id)
+
+
+async def test_malformed_jobs_are_dropped_and_the_worker_goes_on(
+        team_path: Path, tmp_path: Path, redis_url: str, provider: ScriptedProvider) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    with worker(tmp_path, redis_url, team_path) as w:
+        queue_entry(client, "garbage", "this is not JSON {")
+        envelope = {"function": "run", "queue": "massgen-runs", "timeout": 0, "retries": 1}
+        queue_entry(client, "not-a-run", json.dumps(
+            {**envelope, "key": "not-a-run", "kwargs": {"job": {"run_id": "x", "call": 1}}}))
+        queue_entry(client, "no-such-run", json.dumps({**envelope, "key": "no-such-run", "kwargs": {
+            "job": {"run_id": "run_20260101T000000Z_abcdef",
+                    "call": {"mode": "consensus", "task": "t"}}}}))
+        queue_entry(client, "code", json.dumps(
+            {**envelope, "key": "code", "function": "os.system", "kwargs": {"command": "id"}}))
+        async with front_end(tmp_path, redis_url, team_path) as (mcp_client, _app):
+            result = await mcp_client.call_tool("run_consensus", {"task": "Which queue?"})
+            assert result.structured_content and \
+                result.structured_content["status"] == "completed"
+        assert w.proc.poll() is None
+    log = w.stderr
+    assert "is not a job" in log  # the garbage entry
+    assert "not a massgen-mcp run job" in log and "'x' is not a run id" in log
+    assert "run_20260101T000000Z_abcdef has no record" in log
+    assert "KeyError: 'os.system'" in log  # saq runs only the functions it was given
+    assert all("Which queue?" in r.text for r in provider.requests)
+
+
+def test_a_worker_with_a_bad_store_url_stops_at_once_with_the_password_masked(
+        tmp_path: Path) -> None:
+    port = free_port()
+    for url, expected in [(f"redis://:hunter2secret@127.0.0.1:{port}/0", "does not answer"),
+                          ("http://127.0.0.1/0", "is not a store"),
+                          (f"redis://127.0.0.1:{port}/zero", "not a number")]:
+        done = subprocess.run([EXE, "worker", "--store", url], cwd=tmp_path, env=server_env(),
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert expected in done.stderr and "massgen-mcp worker" in done.stderr
+        assert "hunter2secret" not in done.stderr + done.stdout
+    assert f"redis://:***@127.0.0.1:{port}/0" in subprocess.run(
+        [EXE, "worker", "--store", f"redis://:hunter2secret@127.0.0.1:{port}/0"],
+        cwd=tmp_path, env=server_env(), capture_output=True, text=True, timeout=60).stderr
+
+
+async def test_a_worker_killed_mid_run_ends_it_interrupted_with_its_answers(
+        provider: ScriptedProvider, tmp_path: Path, redis_url: str) -> None:
+    """Two workers; the one running the call is SIGKILLed after the agents answered. The run
+    is not started again on the other (its calls would be paid twice): its lease runs out and
+    it ends `interrupted` with the answers reached, and the waiting client gets that."""
+    import redis
+
+    provider.latency = 0.05
+    provider.script("k-a", stalls_after_answering("Use Kafka"))
+    provider.script("k-b", stalls_after_answering("Use SQS"))
+    team = write_team(tmp_path / "t.yaml", provider, [("a", "openai", "k-a"),
+                                                      ("b", "openai", "k-b")])
+    with worker(tmp_path, redis_url, team) as one, worker(tmp_path, redis_url, team) as two:
+        async with front_end(tmp_path, redis_url, team) as (client, app):
+            outcome: dict[str, Any] = {}
+
+            async def call() -> None:
+                outcome["result"] = await client.call_tool("run_consensus", {"task": "q"})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await provider.wait_for("k-a", 2, timeout=30)  # answered, now voting
+                await provider.wait_for("k-b", 2, timeout=30)
+                [run_id] = app.engine.store.ids()
+                started = await wait_for_event(app, run_id, "worker_started")
+                with anyio.fail_after(30):  # both answers are in the recorded status
+                    while len(app.get_run(run_id).answers) < 2:
+                        await anyio.sleep(0.05)
+                held, spare = (one, two) if f"-{one.proc.pid}-" in started["worker"] \
+                    else (two, one)
+                held.signal(signal.SIGKILL)
+                held.proc.wait(10)
+                # The same run queued again (as a confused or hostile writer could): the
+                # other worker does not execute it a second time.
+                queue_entry(redis.Redis.from_url(redis_url), "again", json.dumps({
+                    "function": "run", "queue": "massgen-runs", "key": "again",
+                    "timeout": 0, "retries": 1, "kwargs": {"job": {
+                        "run_id": run_id, "call": {"mode": "consensus", "task": "q"}}}}))
+            result = outcome["result"]
+            assert result.structured_content is not None
+            assert result.structured_content["status"] == "interrupted"
+            record = app.get_run(run_id)
+            events = app.run_events(run_id)
+        assert spare.proc.poll() is None
+    assert record.status == "interrupted"
+    assert record.error and "lease" in record.error
+    assert {a.agent_id for a in record.answers} == {"a", "b"}  # the answers reached
+    assert events[-1]["kind"] == RUN_FINISHED and events[-1]["status"] == "interrupted"
+    assert [e["kind"] for e in events].count("worker_started") == 1
+    assert [e["kind"] for e in events].count(RUN_FINISHED) == 1
+    assert "claimed by another worker" in spare.stderr
+    assert len(provider.requests_for("k-a")) == 2  # never started again
+
+
+async def test_sigterm_ends_a_workers_runs_interrupted_and_the_worker_exits(
+        provider: ScriptedProvider, tmp_path: Path, redis_url: str) -> None:
+    provider.script("t-a", stalls_after_answering("Use Kafka"))
+    team = write_team(tmp_path / "t.yaml", provider, [("a", "openai", "t-a")])
+    with worker(tmp_path, redis_url, team, "--drain", "0") as w:
+        async with front_end(tmp_path, redis_url, team) as (client, app):
+            started = await client.call_tool("run_consensus", {"task": "q", "wait": False})
+            assert started.structured_content is not None
+            run_id = started.structured_content["run_id"]
+            await provider.wait_for("t-a", 2, timeout=30)
+            w.signal(signal.SIGTERM)
+            await wait_for_event(app, run_id, RUN_FINISHED)
+            record = app.get_run(run_id)
+        assert w.proc.wait(30) == 0
+    assert record.status == "interrupted"
+    assert record.error and "SIGTERM" in record.error
+    assert record.answers and record.answers[0].agent_id == "a"

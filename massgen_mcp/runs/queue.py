@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from massgen_mcp.errors import InputError, MassgenError
 from massgen_mcp.inputs import MAX_CONTEXT_CHARS, MAX_TASK_CHARS
 from massgen_mcp.runs.store import check_run_id
 
@@ -105,7 +106,10 @@ class RunJob(_Strict):
     @field_validator("run_id")
     @classmethod
     def _run_id(cls, v: str) -> str:
-        return check_run_id(v)
+        try:
+            return check_run_id(v)
+        except InputError as e:
+            raise ValueError(str(e)) from None
 
 
 class MalformedJob(ValueError):
@@ -117,7 +121,7 @@ def read_job(kwargs: dict[str, Any] | None) -> RunJob:
     body = (kwargs or {}).get("job")
     try:
         return RunJob.model_validate(body)
-    except (ValidationError, ValueError, TypeError) as e:
+    except (ValidationError, ValueError, TypeError, MassgenError) as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'job'}: {err['msg']}"
                              for err in e.errors()[:5]) if isinstance(e, ValidationError) \
             else str(e)

@@ -103,11 +103,16 @@ class RunWorker:
         `drain_seconds` (or until `now` is set), and interrupt the rest, recorded as such."""
         from saq import Worker
 
-        worker = Worker(self.queue, functions=[(RUN_FUNCTION, self._job)],
-                        id=self.name, concurrency=self.concurrency,
-                        dequeue_timeout=1.0,  # a stop is noticed between two takes
-                        shutdown_grace_period_s=int(STOP_SECONDS),
-                        timers={"sweep": 60, "abort": 1, "schedule": 1, "worker_info": 10})
+        worker = Worker(
+            self.queue, functions=[(RUN_FUNCTION, self._job)], id=self.name,
+            concurrency=self.concurrency,
+            dequeue_timeout=1.0,  # a stop is noticed between two takes
+            # By the time saq stops, the runs are over (drained or interrupted below): what
+            # is left are its upkeep loops, asleep between two rounds.
+            shutdown_grace_period_s=1,
+            # saq's own abort would cancel a run's task when its sweep misjudges a job just
+            # taken: runs are stopped through the store (`request_cancel`), never by saq.
+            timers={"sweep": 60, "abort": 86400, "schedule": 1, "worker_info": 10})
         worker.SIGNALS = []  # signals are the command's (cli/worker.py), not saq's
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.start)
