@@ -90,8 +90,8 @@ def worker(cwd: Path, redis_url: str, team: Path | None, *args: str,
 
 
 @asynccontextmanager
-async def front_end(cwd: Path, redis_url: str, team: Path, *,
-                    queue_timeout: float = 120.0) -> AsyncIterator[tuple[Client, App]]:
+async def front_end(cwd: Path, redis_url: str, team: Path, *, queue_timeout: float = 120.0,
+                    **client_options: Any) -> AsyncIterator[tuple[Client, App]]:
     """The server as `massgen-mcp --store URL --team TEAM` builds it (dispatching to
     workers), behind the SDK's in-memory client."""
     state = cwd / ".massgen"
@@ -101,7 +101,7 @@ async def front_end(cwd: Path, redis_url: str, team: Path, *,
     mcp, host = build_server(app)
     async with anyio.create_task_group() as background:
         host.background = background
-        async with Client(mcp) as client:
+        async with Client(mcp, **client_options) as client:
             yield client, app
         background.cancel_scope.cancel()
 
@@ -396,3 +396,96 @@ async def test_sigterm_ends_a_workers_runs_interrupted_and_the_worker_exits(
     assert record.status == "interrupted"
     assert record.error and "SIGTERM" in record.error
     assert record.answers and record.answers[0].agent_id == "a"
+
+
+async def test_a_task_and_wait_false_behave_as_in_one_process(
+        team_path: Path, tmp_path: Path, redis_url: str) -> None:
+    from tasks_client import TasksClient
+
+    tasks = TasksClient()
+    with worker(tmp_path, redis_url, team_path):
+        async with front_end(tmp_path, redis_url, team_path, mode="2026-07-28",
+                             extensions=[tasks]) as (client, _app):
+            r = await client.call_tool("run_consensus", {"task": "Which queue?"})
+            assert r.structured_content is not None, r.content
+            assert r.structured_content["final_answer"] == "FINAL: Kafka"
+            assert tasks.polls[-1]["status"] == "completed"
+            assert tasks.polls[-1]["result"]["structuredContent"] == r.structured_content
+        async with front_end(tmp_path, redis_url, team_path) as (client, _app):
+            started = await client.call_tool("run_consensus", {"task": "Which queue?",
+                                                                "wait": False})
+            assert started.structured_content is not None
+            assert started.structured_content["status"] == "running"
+            run_id = started.structured_content["run_id"]
+            with anyio.fail_after(60):  # as a client with a short tool timeout follows it
+                while True:
+                    got = await client.call_tool("get_run", {"run_id": run_id})
+                    assert got.structured_content is not None
+                    if got.structured_content["status"] != "running":
+                        break
+                    await anyio.sleep(0.05)
+            assert got.structured_content["status"] == "completed"
+
+
+def test_massgen_mcp_store_over_streamable_http_hands_runs_to_a_worker(
+        team_path: Path, tmp_path: Path, redis_url: str) -> None:
+    """The command as an operator starts it: `--store` alone makes it a front end."""
+    from mcp_harness import http_server
+
+    async def call(url: str) -> dict[str, Any]:
+        async with Client(url) as client:
+            r = await client.call_tool("run_consensus", {"task": "Which queue?"})
+            assert r.structured_content is not None, r.content
+            return r.structured_content
+
+    with worker(tmp_path, redis_url, team_path) as w, \
+            http_server(tmp_path, "--store", redis_url, "--team", str(team_path)) as server:
+        data = anyio.run(call, server.url)
+    assert (data["status"], data["final_answer"]) == ("completed", "FINAL: Kafka")
+    store = open_store(redis_url, tmp_path / "reader")
+    [started] = [e for e in store.events(data["run_id"]) if e["kind"] == "worker_started"]
+    assert f"-{w.proc.pid}-" in started["worker"]
+
+
+async def test_a_plan_runs_in_a_worker_and_is_stored_by_its_front_end(
+        provider: ScriptedProvider, tmp_path: Path, redis_url: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_modes import GOOD, planner
+
+    monkeypatch.setenv("MASSGEN_MCP_KEY_FILE", str(tmp_path / "keys" / "plan.key"))
+    provider.script("p-w1", planner(GOOD))
+    provider.script("p-w2", planner(GOOD))
+    team = write_team(tmp_path / "team.yaml", provider, [("a", "openai", "p-w1"),
+                                                         ("b", "anthropic", "p-w2")])
+    (tmp_path / "elsewhere").mkdir()
+    with worker(tmp_path / "elsewhere", redis_url, team):
+        async with front_end(tmp_path, redis_url, team) as (client, app):
+            r = await client.call_tool("plan", {"goal": "Add a job queue", "depth": "shallow"})
+            assert r.structured_content is not None and not r.is_error, r.content
+            data = r.structured_content
+            run_id = data["consensus"]["run_id"]
+            kinds = [e["kind"] for e in app.run_events(run_id)]
+            latest = app.get_plan("latest")
+    assert data["status"] == "completed" and data["plan_id"] == latest.plan_id
+    assert [t["id"] for t in data["plan"]["tasks"]] == [t["id"] for t in GOOD["tasks"]]
+    assert "worker_started" in kinds
+    assert Path(data["path"]).is_relative_to(tmp_path / ".massgen")  # the front end's
+    assert not (tmp_path / "elsewhere" / ".massgen" / "plans").exists()
+
+
+async def test_a_sampling_team_runs_on_the_front_end_itself(
+        team_path: Path, tmp_path: Path, redis_url: str) -> None:
+    """Only the front end holds the client's session that sampling needs: no worker is
+    running, and the run is not queued."""
+    from test_server import _sampling_agent
+
+    async def callback(context: Any, params: Any) -> Any:
+        return _sampling_agent(context, params)
+
+    async with front_end(tmp_path, redis_url, team_path, queue_timeout=0.5, mode="legacy",
+                         sampling_callback=callback) as (client, app):
+        r = await client.call_tool("run_consensus", {"task": "Say hi", "models": "sampling"})
+        assert r.structured_content is not None, r.content
+        assert r.structured_content["final_answer"] == "sampled final"
+        kinds = [e["kind"] for e in app.run_events(r.structured_content["run_id"])]
+    assert "queued" not in kinds and "worker_started" not in kinds
