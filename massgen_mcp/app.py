@@ -296,7 +296,7 @@ class App:
 
     def run_meta(self, run_id: str) -> dict[str, Any]:
         """What the front end recorded when it opened the run (task, team, agents, mode)."""
-        return self.engine.store.meta(run_id)  # type: ignore[attr-defined]
+        return self.engine.store.meta(run_id)
 
     def shut_down(self, reason: str | None = None) -> None:
         """From now on, runs that stop are recorded `interrupted`, with `reason` (else the

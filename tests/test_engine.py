@@ -121,6 +121,9 @@ class MemoryRecord:
     def finish(self, result: RunResult) -> None:
         self.last, self.final = self.clean(result), True
 
+    def cancel_requested(self) -> bool:  # a stop asked by another process (none here)
+        return False
+
 
 class MemoryRuns:
     def __init__(self, root: Path) -> None:

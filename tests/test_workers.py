@@ -29,7 +29,6 @@ from scripted_provider import Hang, Reply, ScriptedProvider, ScriptRequest, answ
 
 from massgen_mcp.app import App
 from massgen_mcp.config.env import Environment
-from massgen_mcp.runs.dispatch import follow
 from massgen_mcp.runs.store import RUN_FINISHED
 from massgen_mcp.runs.store_open import open_store
 from massgen_mcp.server import build_server
@@ -160,7 +159,7 @@ async def wait_for_event(app: App, run_id: str, kind: str, timeout: float = 30.0
                          ) -> dict[str, Any]:
     """The first event of `kind` in the run's stream (waiting for it)."""
     with anyio.fail_after(timeout):
-        async for event in follow(app.engine.store, run_id):
+        async for event in app.store.follow(run_id):
             if event.get("kind") == kind:
                 return event
     raise AssertionError(f"the run ended without a {kind} event")

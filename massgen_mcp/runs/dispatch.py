@@ -13,8 +13,8 @@ front end without workers never leaves a client waiting in silence.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -44,8 +44,6 @@ DEFAULT_QUEUE_TIMEOUT = 300.0
 #: The queue's lease outlives the queue timeout a little: the front end that queued the run
 #: ends it first, with advice; the lease ends it only when that front end is gone.
 QUEUE_LEASE_MARGIN = 30.0
-#: How often the stream is read when the store offers no `follow` of its own.
-POLL_SECONDS = 0.2
 
 
 def worker_advice(store_shown: str) -> str:
@@ -80,7 +78,7 @@ class Dispatcher:
         line = live.record.event(QUEUED, {"message": live.waiting,
                                           "queue_timeout": self.queue_timeout})
         notify(live.listeners, line, what="run listener")
-        hand_over = getattr(live.record, "hand_to_queue", None)
+        hand_over = getattr(live.record, "hand_to_queue", None)  # the Redis record's
         if hand_over is not None:  # the queue holds the lease until a worker attaches
             hand_over(self.queue_timeout + QUEUE_LEASE_MARGIN)
         try:
@@ -97,7 +95,7 @@ class Dispatcher:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._while_queued, live, prepared)
                 # From after our own event: what follows is the worker's.
-                async for event in follow(self.store, run_id, int(line["seq"])):
+                async for event in self.store.follow(run_id, after_seq=int(line["seq"])):
                     if event.get("kind") == WORKER_STARTED:
                         live.waiting = None
                     notify(live.listeners, event, what="run listener")
@@ -157,30 +155,6 @@ class Dispatcher:
                            log_dir=str(live.record.dir), error=why)
         live.record.event(RUN_FINISHED, {"status": status, "error": why})
         self.finish(live, result, prepared.after)
-
-
-async def follow(store: Any, run_id: str, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
-    """The run's events after `after_seq`, as they come, to its final event (or until the
-    run reads as over): the store's own `follow` when it has one, else by reading the
-    stream again every POLL_SECONDS."""
-    own = getattr(store, "follow", None)
-    if own is not None:
-        async for event in own(run_id, after_seq=after_seq):
-            yield event
-        return
-    seen = after_seq
-    while True:
-        over = store.load(run_id).status != "running"  # an expired lease ends it here
-        for event in store.events(run_id):
-            seq = event.get("seq")
-            if isinstance(seq, int) and seq > seen:
-                seen = seq
-                yield event
-                if event.get("kind") == RUN_FINISHED:
-                    return
-        if over:
-            return
-        await anyio.sleep(POLL_SECONDS)
 
 
 def dispatch_to_workers(engine: Engine, queue_timeout: float = DEFAULT_QUEUE_TIMEOUT) -> None:

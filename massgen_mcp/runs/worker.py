@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: How often a running job looks for a cancel request made on any replica (the brief: <= 1 s).
-CANCEL_POLL_SECONDS = 0.25
 #: How long a claim on a run is kept (a run is never executed again after its claim).
 CLAIM_SECONDS = 7 * 86400
 #: After the drain, how long interrupted runs get to record how they ended.
@@ -192,27 +190,21 @@ class RunWorker:
         if live.record.cancel_requested():
             live.cancel_requested = True  # asked while queued: it stops before any call
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch, prepared, entry)
+            if entry is not None:
+                tg.start_soon(self._watch, prepared, entry)
             result = await prepared.start()
             tg.cancel_scope.cancel()
         return {"status": result.status}
 
     async def _watch(self, prepared: PreparedRun, entry: Any) -> None:
-        """While the run goes: a cancel asked anywhere stops it (within CANCEL_POLL_SECONDS),
-        and the queue's heartbeat of the job is kept."""
-        live = prepared.live
-        touched = anyio.current_time()
-        while live.result is None:
-            await anyio.sleep(CANCEL_POLL_SECONDS)
-            if not live.cancel_requested and live.record.cancel_requested():
-                log.info("worker %s: cancel requested for %s", self.name, live.run_id)
-                self.engine.cancel(live.run_id)
-            if entry is not None and anyio.current_time() - touched >= JOB_TOUCH_SECONDS:
-                touched = anyio.current_time()
-                try:
-                    await entry.update()
-                except Exception:  # the queue's bookkeeping only: the run goes on
-                    log.debug("touching job %s failed", live.run_id, exc_info=True)
+        """While the run goes, keep the queue's heartbeat of its job (a cancel asked anywhere
+        is the executor's to see: `Executor._watch_cancel`)."""
+        while prepared.live.result is None:
+            await anyio.sleep(JOB_TOUCH_SECONDS)
+            try:
+                await entry.update()
+            except Exception:  # the queue's bookkeeping only: the run goes on
+                log.debug("touching job %s failed", prepared.run_id, exc_info=True)
 
     async def _claim(self, run_id: str) -> bool:
         key = f"massgen-mcp:claim:{run_id}"
