@@ -25,7 +25,7 @@ import pytest
 from agents import answer_then_vote, has_answered, presenting
 from mcp import Client
 from mcp_harness import EXE, free_port, server_env, write_team
-from scripted_provider import Hang, Reply, ScriptedProvider, ScriptRequest, answer
+from scripted_provider import TEST_KEY, Hang, Reply, ScriptedProvider, ScriptRequest, answer
 
 from massgen_mcp.app import App
 from massgen_mcp.config.env import Environment
@@ -144,6 +144,12 @@ async def test_a_worker_runs_the_front_ends_call_with_progress(
     seqs = [e["seq"] for e in events]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     assert provider.requests_for("w-a")
+    # The job carried the call, never the team's key: nothing in Redis holds it.
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    dump = b"".join(client.dump(k) or b"" for k in client.keys("*"))
+    assert client.keys("saq:job:massgen-runs:run_*") and TEST_KEY.encode() not in dump
 
 
 def stalls_after_answering(text: str) -> Any:
@@ -444,6 +450,13 @@ def test_massgen_mcp_store_over_streamable_http_hands_runs_to_a_worker(
     store = open_store(redis_url, tmp_path / "reader")
     [started] = [e for e in store.events(data["run_id"]) if e["kind"] == "worker_started"]
     assert f"-{w.proc.pid}-" in started["worker"]
+    # --run-here: the records are shared, the run is executed by the server itself.
+    with http_server(tmp_path, "--store", redis_url, "--team", str(team_path),
+                     "--run-here") as server:
+        here = anyio.run(call, server.url)
+    assert here["status"] == "completed"
+    kinds = [e["kind"] for e in store.events(here["run_id"])]
+    assert "queued" not in kinds and "worker_started" not in kinds
 
 
 async def test_a_plan_runs_in_a_worker_and_is_stored_by_its_front_end(

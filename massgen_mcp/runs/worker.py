@@ -161,6 +161,9 @@ class RunWorker:
             log.error("worker %s: job for run %s has no record (%s); dropped", self.name,
                       job.run_id, e)
             return {"refused": "no such run"}
+        except MassgenError as e:  # the store is away: the run's lease ends it
+            log.error("worker %s: run %s: %s; job dropped", self.name, job.run_id, e)
+            return {"refused": str(e)}
         if state.status != "running":  # ended while queued (cancelled, queue timeout)
             return {"skipped": f"the run is already {state.status}"}
         scope = anyio.CancelScope()
@@ -179,10 +182,17 @@ class RunWorker:
     async def _execute(self, job: RunJob, entry: Any) -> dict[str, Any]:
         try:
             prepared = await self.build(job)
-        except MassgenError as e:
-            log.error("worker %s: refused run %s: %s", self.name, job.run_id, e)
-            self._refuse(job.run_id, str(e))
-            return {"status": "failed", "error": str(e)}
+        except Exception as e:
+            error = str(e) if isinstance(e, MassgenError) else \
+                f"internal error preparing the run: {type(e).__name__}: {e}"
+            log.error("worker %s: refused run %s: %s", self.name, job.run_id, error,
+                      exc_info=not isinstance(e, MassgenError))
+            try:
+                self._refuse(job.run_id, error)
+            except Exception:  # the store is away: the run's lease ends it, unanswered here
+                log.exception("worker %s: recording the refusal of %s failed", self.name,
+                              job.run_id)
+            return {"status": "failed", "error": error}
         live = prepared.live
         prepared.after = None  # the outcome (a stored plan) is the front end's to make
         live.on_event(WORKER_STARTED, {"worker": self.name,
