@@ -66,6 +66,8 @@ def worker_main(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(args.log_level).upper(),
                                                          logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if logging.getLogger().level > logging.DEBUG:  # saq's own chatter (each job taken,
+        logging.getLogger("saq").setLevel(logging.ERROR)  # its stop) only when debugging
     if args.concurrency < 1:
         print("massgen-mcp worker: --concurrency must be at least 1", file=sys.stderr)
         return 2

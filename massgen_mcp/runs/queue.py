@@ -142,6 +142,28 @@ def run_queue(client: Any) -> RedisQueue:
     from saq.queue.redis import RedisQueue
 
     class _Queue(RedisQueue):
+        away = False
+
+        async def dequeue(self, timeout: float = 0.0, poll_interval: float = 0.0) -> Any:
+            """saq's take, except that a Redis that is away (restarting) is waited for, a
+            second between tries, instead of every worker slot retrying in a tight loop."""
+            import anyio
+            import redis
+
+            try:
+                job = await super().dequeue(timeout, poll_interval)
+            except (redis.RedisError, OSError) as e:
+                if not self.away:
+                    log.warning("the job queue's Redis does not answer (%s); trying again "
+                                "every second", type(e).__name__)
+                self.away = True
+                await anyio.sleep(1.0)
+                return None
+            if self.away:
+                log.warning("the job queue's Redis answers again")
+                self.away = False
+            return job
+
         def deserialize(self, payload: Any, status: Any = None) -> Any:
             try:
                 return super().deserialize(payload, status)
