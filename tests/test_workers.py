@@ -147,9 +147,9 @@ async def test_a_worker_runs_the_front_ends_call_with_progress(
     # The job carried the call, never the team's key: nothing in Redis holds it.
     import redis
 
-    client = redis.Redis.from_url(redis_url)
-    dump = b"".join(client.dump(k) or b"" for k in client.keys("*"))
-    assert client.keys("saq:job:massgen-runs:run_*") and TEST_KEY.encode() not in dump
+    db: Any = redis.Redis.from_url(redis_url)
+    dump = b"".join(db.dump(k) or b"" for k in db.keys("*"))
+    assert db.keys("saq:job:massgen-runs:run_*") and TEST_KEY.encode() not in dump
 
 
 def stalls_after_answering(text: str) -> Any:
@@ -268,8 +268,8 @@ async def test_a_worker_whose_team_differs_refuses_the_run(
         async with front_end(tmp_path, redis_url, front) as (client, app):
             result = await client.call_tool("run_consensus", {"task": "t"})
             assert result.is_error
-            record = app.get_run(result.structured_content["run_id"]  # type: ignore[index]
-                                 if result.structured_content else "")
+            assert result.structured_content is not None
+            record = app.get_run(result.structured_content["run_id"])
         assert w.proc.poll() is None  # still serving
     assert w.proc.returncode == 0  # SIGTERM: a clean stop
     assert record.status == "failed"
@@ -479,7 +479,8 @@ async def test_a_plan_runs_in_a_worker_and_is_stored_by_its_front_end(
             kinds = [e["kind"] for e in app.run_events(run_id)]
             latest = app.get_plan("latest")
     assert data["status"] == "completed" and data["plan_id"] == latest.plan_id
-    assert [t["id"] for t in data["plan"]["tasks"]] == [t["id"] for t in GOOD["tasks"]]
+    assert [t["id"] for t in data["plan"]["tasks"]] == [
+        t["id"] for t in GOOD["tasks"]]  # type: ignore[index]
     assert "worker_started" in kinds
     assert Path(data["path"]).is_relative_to(tmp_path / ".massgen")  # the front end's
     assert not (tmp_path / "elsewhere" / ".massgen" / "plans").exists()
