@@ -24,7 +24,7 @@ import anyio
 import pytest
 from agents import answer_then_vote, has_answered, presenting
 from mcp import Client
-from mcp_harness import EXE, free_port, server_env, write_team
+from mcp_harness import EXE, free_port, server_env, stdio_params, write_team
 from scripted_provider import TEST_KEY, Hang, Reply, ScriptedProvider, ScriptRequest, answer
 
 from massgen_mcp.app import App
@@ -432,7 +432,7 @@ async def test_a_task_and_wait_false_behave_as_in_one_process(
             assert got.structured_content["status"] == "completed"
 
 
-def test_massgen_mcp_store_over_streamable_http_hands_runs_to_a_worker(
+def test_massgen_mcp_store_over_http_and_stdio_hands_runs_to_a_worker(
         team_path: Path, tmp_path: Path, redis_url: str) -> None:
     """The command as an operator starts it: `--store` alone makes it a front end."""
     from mcp_harness import http_server
@@ -450,6 +450,18 @@ def test_massgen_mcp_store_over_streamable_http_hands_runs_to_a_worker(
     store = open_store(redis_url, tmp_path / "reader")
     [started] = [e for e in store.events(data["run_id"]) if e["kind"] == "worker_started"]
     assert f"-{w.proc.pid}-" in started["worker"]
+    # stdio, as a client starts it: the same front end.
+    async def over_stdio() -> dict[str, Any]:
+        params = stdio_params(tmp_path, "--store", redis_url, "--team", str(team_path))
+        async with Client(params, mode="legacy") as client:
+            r = await client.call_tool("run_consensus", {"task": "Which queue?"})
+            assert r.structured_content is not None, r.content
+            return r.structured_content
+
+    with worker(tmp_path, redis_url, team_path):
+        piped = anyio.run(over_stdio)
+    assert piped["status"] == "completed"
+    assert "worker_started" in [e["kind"] for e in store.events(piped["run_id"])]
     # --run-here: the records are shared, the run is executed by the server itself.
     with http_server(tmp_path, "--store", redis_url, "--team", str(team_path),
                      "--run-here") as server:
