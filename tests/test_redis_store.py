@@ -477,3 +477,65 @@ async def test_a_task_made_on_one_replica_is_answered_by_another(
         assert done["status"] == "completed"
         assert done["result"]["structuredContent"]["final_answer"] == "FINAL: Use SQS"
     assert not any(task_id in blob for blob in _scan(redis_url))  # only its hash is kept
+
+
+def test_report_and_view_read_a_run_from_redis_and_refuse_a_bad_store(
+        redis_url: str, tmp_path: Path) -> None:
+    store = open_store(redis_url, tmp_path / "src")
+    run_id = "run_20261201T000000Z_0d0d0d"
+    writer = store.open(run_id, Redactor(), {"task": "Reported from Redis?"})
+    writer.event("run_started", {})
+    writer.finish(RunResult(run_id=run_id, status="completed", task="Reported from Redis?",
+                            team="t", final_answer="Yes, from Redis"))
+    out = subprocess.run([sys.executable, "-m", "massgen_mcp.cli", "report", "latest",
+                          "--store", redis_url, "-o", "-"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "Reported from Redis?" in out.stdout and "Yes, from Redis" in out.stdout
+    url = f"redis://:view-secret-77@127.0.0.1:{free_port()}/0"
+    bad = subprocess.run([sys.executable, "-m", "massgen_mcp.cli", "view", "--no-open",
+                          "--store", url], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path)
+    assert bad.returncode == 1 and "does not answer" in bad.stderr
+    assert "view-secret-77" not in bad.stderr + bad.stdout
+
+
+def test_the_password_never_reaches_a_log_when_redis_goes_away(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with RedisServer(extra=["--requirepass", "log-secret-pass-31"]) as server:
+        url = f"redis://:log-secret-pass-31@127.0.0.1:{server.port}/0"
+        store = open_store(url, tmp_path)
+        run_id = "run_20261201T000000Z_0c0c0c"
+        writer = store.open(run_id, Redactor(), {"task": "Logged?"})
+        server.stop()
+        with caplog.at_level("DEBUG"):
+            writer.event("answer", {"agent": "a"})
+            writer.status(RunResult(run_id=run_id, status="running", task="Logged?",
+                                    team="t"))
+            with pytest.raises(MassgenError) as e:
+                store.load(run_id)
+        server.restart()
+        writer.finish(RunResult(run_id=run_id, status="completed", task="Logged?", team="t"))
+        assert store.load(run_id).status == "completed"  # caught up
+    assert "did not take its events" in caplog.text and "redis://:***@127.0.0.1" in caplog.text
+    assert "log-secret-pass-31" not in caplog.text + str(e.value)
+
+
+async def test_a_run_whose_event_loop_stopped_polling_loses_its_lease(
+        redis_url: str, tmp_path: Path) -> None:
+    """The lease thread keeps a run alive only while the executing loop still polls
+    `cancel_requested` (the executor does every second): a wedged loop is not alive."""
+    store = open_store(redis_url, tmp_path, lease_ttl=1.0)
+    run_id = "run_20261201T000000Z_0b0b0b"
+    polled = store.open(run_id, Redactor(), {"task": "Wedged?"})
+    polled.status(RunResult(run_id=run_id, status="running", task="Wedged?", team="t"))
+    assert not polled.cancel_requested()  # one poll, then none: the loop "hangs"
+    quiet = "run_20261201T000000Z_0a0a0a"  # never polled: renewed as long as it is held
+    quiet_writer = store.open(quiet, Redactor(), {"task": "Quiet?"})
+    quiet_writer.status(RunResult(run_id=quiet, status="running", task="Quiet?", team="t"))
+    with anyio.fail_after(WAIT):
+        while store.load(run_id).status == "running":
+            await anyio.sleep(0.05)
+    assert store.load(run_id).status == "interrupted"
+    assert store.load(quiet).status == "running"
+    quiet_writer.finish(RunResult(run_id=quiet, status="completed", task="Quiet?", team="t"))

@@ -205,9 +205,11 @@ async def test_export_writes_files_the_file_store_and_the_viewer_read(
     assert "FINAL: Use SQS" in report_html(tmp_path / "exported", result.run_id)
 
     live = new_run_id()
-    records.open(live, Redactor(), {"task": "still going"}).status(running(live))
+    writer = records.open(live, Redactor(), {"task": "still going"})
+    writer.status(running(live))
     with pytest.raises(InputError, match="still running"):
         export_run(records, live, tmp_path / "exported")
+    writer.finish(finished(live))
 
 
 async def test_the_viewer_serves_and_streams_a_run_from_the_store(

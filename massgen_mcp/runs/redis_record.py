@@ -78,12 +78,18 @@ class RedisRecord:
         self._final: dict[str, Any] | None = None
         self._closed = False
         self.cancel_flag = False  # kept current by the lease thread
+        self.beat: float | None = None  # when the executing loop last polled cancel_requested
         self.lease_lost = False
         self._lock = threading.Lock()
         self._backlog: list[dict[str, Any]] = []  # stream entries Redis has not taken yet
         self._dropped = 0
         self._status: str | None = None  # the latest status Redis has not taken yet
         self._ending: tuple[RunResult, str, str, int] | None = None  # the final record, ditto
+
+    @property
+    def closed(self) -> bool:
+        """Finished here (its final record written, or waiting for Redis to take it)."""
+        return self._closed
 
     @property
     def behind(self) -> bool:
@@ -188,8 +194,16 @@ class RedisRecord:
                 return False
 
     def cancel_requested(self) -> bool:
-        """Has any process asked this run to stop? (Polled by the lease thread, ≤ 0.5 s old.)"""
+        """Has any process asked this run to stop? (Polled by the lease thread, ≤ 0.5 s old.)
+        The executor's event loop asks every 0.25 s: that is also its sign of life."""
+        self.beat = time.monotonic()
         return self.cancel_flag
+
+    def alive(self) -> bool:
+        """Should the lease thread renew this run's lease? Yes, unless the event loop that
+        polled `cancel_requested` stopped polling for a whole TTL (a wedged loop must not
+        keep a run `running` forever through a thread that is still fine)."""
+        return self.beat is None or time.monotonic() - self.beat < self.store.lease_ttl
 
     def hand_to_queue(self, seconds: float) -> None:
         """This run was queued for a worker (runs/dispatch.py): the lease becomes the
@@ -216,6 +230,7 @@ class _Leases:
         self.thread: threading.Thread | None = None
         # 0.5 s: a cancel asked on another replica reaches the run well within 1 s
         self.interval = min(0.5, store.lease_ttl / 3)
+        self.down = False
         self.renew = store.client.register_script(_RENEW)
 
     def hold(self, record: RedisRecord) -> None:
@@ -241,8 +256,8 @@ class _Leases:
         stop = threading.Event()
         while not stop.wait(self.interval):
             with self.lock:
-                records = list(self.held.values())
-                if not records:
+                records = [r for r in self.held.values() if r.alive() or r.closed]
+                if not self.held:
                     self.thread = None
                     return
             ms = int(self.store.lease_ttl * 1000)
@@ -254,9 +269,14 @@ class _Leases:
                     pipe.exists(key(r.run_id, "cancel"))
                 replies = pipe.execute()
             except redis.RedisError as e:
-                log.warning("renewing run leases in %s failed: %s", self.store.shown,
-                            scrub(self.store.url, str(e)))
+                if not self.down:  # once per outage, not every second
+                    log.warning("renewing run leases in %s failed: %s; retrying every %.1f s",
+                                self.store.shown, scrub(self.store.url, str(e)), self.interval)
+                self.down = True
                 continue
+            if self.down:
+                log.warning("Redis at %s answers again", self.store.shown)
+                self.down = False
             for i, r in enumerate(records):
                 r.lease_lost = not replies[2 * i]
                 r.cancel_flag = r.cancel_flag or bool(replies[2 * i + 1])
