@@ -123,12 +123,16 @@ class Executor:
     async def _watch_cancel(self, live: LiveRun) -> None:
         """A stop asked by another process (`RunRecords.request_cancel`: another replica's
         cancel_run, a worker's front end) stops the run here within CANCEL_POLL_SECONDS
-        (plus the Redis store's own ≤ 1 s poll of the flag)."""
-        while not live.record.cancel_requested():
+        (plus the Redis store's own 0.5 s poll of the flag). Polled until the run ends: the
+        Redis store takes the polling as the run's sign of life (a wedged loop loses its
+        lease)."""
+        asked = False
+        while True:
+            if live.record.cancel_requested() and not asked:
+                asked = live.cancel_requested = True
+                if live.orchestrator is not None:
+                    live.orchestrator.cancel(self.stop_status())
             await anyio.sleep(CANCEL_POLL_SECONDS)
-        live.cancel_requested = True
-        if live.orchestrator is not None:
-            live.orchestrator.cancel(self.stop_status())
 
     async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun,
                          workspaces: Any = None) -> dict[str, Any]:
