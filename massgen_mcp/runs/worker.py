@@ -70,7 +70,7 @@ class RunWorker:
     that message)."""
 
     def __init__(self, queue: RedisQueue, engine: Engine, build: Build, *,
-                 concurrency: int = 4, drain_seconds: float = 30.0,
+                 concurrency: int = 4, drain_seconds: float = 15.0,
                  name: str | None = None) -> None:
         self.queue = queue
         self.engine = engine
