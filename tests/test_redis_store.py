@@ -539,3 +539,22 @@ async def test_a_run_whose_event_loop_stopped_polling_loses_its_lease(
     assert store.load(run_id).status == "interrupted"
     assert store.load(quiet).status == "running"
     quiet_writer.finish(RunResult(run_id=quiet, status="completed", task="Quiet?", team="t"))
+
+
+async def test_with_redis_down_tools_fail_clearly_and_the_server_stays_up(
+        provider: ScriptedProvider, redis_server: RedisServer, tmp_path: Path) -> None:
+    provider.script("down-a", answer_then_vote("Use SQS"))
+    team = write_team(tmp_path / "team.yaml", provider, [("a", "openai", "down-a")])
+    app = _app(tmp_path / ".massgen", redis_server.url, team)
+    async with _client(app) as c:
+        done = await c.call_tool("run_consensus", {"task": "Which queue?"})
+        run_id = done.structured_content["run_id"]
+        redis_server.stop()
+        for tool, args in (("list_runs", {}), ("get_run", {"run_id": run_id}),
+                           ("run_consensus", {"task": "Another?"})):
+            r = await c.call_tool(tool, args)
+            text = json.dumps(r.model_dump(mode="json"))
+            assert r.is_error and "did not answer" in text and "redis-server" in text, tool
+        redis_server.restart()
+        listed = await c.call_tool("list_runs", {})
+        assert [x["run_id"] for x in listed.structured_content["runs"]] == [run_id]

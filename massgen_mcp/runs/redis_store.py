@@ -68,6 +68,7 @@ def _guarded(fn: F) -> F:
 
     return wrapper  # type: ignore[return-value]
 
+
 LEASE_TTL = 10.0  # seconds without a renewal before a run counts as abandoned
 USAGE = PREFIX + "usage:"
 FOLLOW_BLOCK_MS = 1000  # a follower notices an abandoned run within about this long
