@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from agents import answer_then_vote, best_label, has_answered, presenting
 from helpers import run_team
@@ -25,6 +26,7 @@ from scripted_provider import (
     TEST_KEY,
     Call,
     Error,
+    Hang,
     Reply,
     ScriptedProvider,
     ScriptRequest,
@@ -327,6 +329,33 @@ async def test_an_ag2_member_that_writes_text_or_broken_json_is_set_right(
     errors = [t for r in _ag2_requests(provider, "breaker") for t in r.tool_results
               if t["is_error"]]
     assert errors and "not valid JSON" in errors[0]["content"]
+
+
+async def test_a_hanging_ag2_call_does_not_hold_up_the_run(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    """AG2's client is synchronous (a worker thread): the run does not wait for a cut-off
+    call, which the thread finishes on its own (here when the server stops; in general within
+    request_timeout_seconds)."""
+    require_ag2()
+    url = provider.openai_base_url
+    provider.script("fast1", answer_then_vote("Use Kafka", "agent1"))
+    provider.script("fast2", answer_then_vote("Use SQS", "agent1"))
+    provider.script("stuck", Hang())
+    team = _load(_file(tmp_path, f"""
+        agents:
+          - id: a
+            backend: {{type: chatcompletion, model: fast1, base_url: {url}, api_key: k}}
+          - id: b
+            backend: {{type: chatcompletion, model: fast2, base_url: {url}, api_key: k}}
+        """ + _member("slow", "stuck", url) + """
+        orchestrator: {straggler_grace_seconds: 0.5, straggler_grace_factor: 0}
+        """), {})
+    with anyio.fail_after(120):  # a hang guard: the request timeout is 600 s
+        result = await run_team(team, tmp_path)
+    assert result.status == "degraded" and "slow: cut off" in (result.error or "")
+    slow = next(a for a in result.agents if a.agent_id == "slow")
+    assert slow.status == "failed" and slow.usage.cancelled_calls >= 1
+    assert len(_ag2_requests(provider, "stuck")) == 1  # one call, not retried
 
 
 async def test_a_refused_key_names_the_variable_and_never_the_key(

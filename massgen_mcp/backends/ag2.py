@@ -148,6 +148,8 @@ class AG2Backend:
             name=str(cfg.get("name") or spec.id), human_input_mode="NEVER",
             system_message=cfg.get("system_message") or DEFAULT_SYSTEM_MESSAGE,
             llm_config=config, code_execution_config=False)
+        self._autogen = autogen
+        self._free: list[Any] = [self.agent.client]  # idle AG2 clients (see turn)
         # Errors name the first entry's key variable when a key is refused.
         self._error_spec = dataclasses.replace(spec, provider=dataclasses.replace(
             spec.provider, key_env=entries[0].key_env))
@@ -178,9 +180,20 @@ class AG2Backend:
             config["tools"] = [{"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": t.parameters}}
                 for t in tools]
-        client = self.agent.client
-        response = await anyio.to_thread.run_sync(
-            functools.partial(self._create, client, config), abandon_on_cancel=True)
+        client = self._free.pop() if self._free else self._autogen.OpenAIWrapper(
+            **self.agent.llm_config)  # one per call in flight: AG2's wrapper is not shared
+        try:
+            response = await anyio.to_thread.run_sync(
+                functools.partial(self._create, client, config), abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            # The thread finishes the request on its own (a socket read cannot be interrupted
+            # from here); this client is closed and dropped, so nothing reuses it meanwhile.
+            _close(client)
+            raise
+        except BaseException:
+            self._free.append(client)
+            raise
+        self._free.append(client)
         try:
             return self._read(client, response)
         except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
@@ -240,13 +253,21 @@ class AG2Backend:
         return redact_text(text, [k for k in self._keys if k != "not-needed"])
 
     async def aclose(self) -> None:
-        # AG2's OpenAI clients are synchronous; closing them releases their connections.
-        for c in getattr(self.agent.client, "_clients", []):
-            inner = getattr(c, "_oai_client", None)
-            close = getattr(inner, "close", None)
-            if callable(close):
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(close)
+        for client in self._free:
+            _close(client)
+        self._free.clear()
+
+
+def _close(wrapper: Any) -> None:
+    """Close the connections of an AG2 `OpenAIWrapper`'s OpenAI clients. Closing is quick
+    (sockets only), and a request another thread is making on them fails at once."""
+    for c in getattr(wrapper, "_clients", []):
+        close = getattr(getattr(c, "_oai_client", None), "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception as e:  # closing is best effort; the call is over either way
+                log.debug("closing an AG2 client: %s", type(e).__name__)
 
 
 def ag2_status_fix() -> str:

@@ -215,6 +215,8 @@ def shape_team(data: dict[str, Any], problems: list[str]) -> dict[str, Any]:
             for key in ("model", "base_url", "api_key", "max_tokens"):
                 if new.get(key) is None and first.get(key) is not None:
                     new[key] = first[key]
+            if new.get("base_url") is None and entries[0].endpoint:  # anthropic, google
+                new["base_url"] = entries[0].endpoint  # what the run says it called
             executor = _executor(cfg)
             if executor is not None and "enable_mcp_command_line" not in new:
                 new["enable_mcp_command_line"] = True  # sandboxed: tools/shell.py
