@@ -251,7 +251,7 @@ async def test_a_team_with_two_ag2_members_runs_over_mcp(provider: ScriptedProvi
                  + _member("b", "ag2-b", url, kind="conversable", api_type="anthropic") + f"""
           - id: c
             backend: {{type: chatcompletion, model: plain, base_url: {url}, api_key: test-key}}
-        """)
+        """ + "\norchestrator: {early_stop: false, straggler_grace_seconds: null}\n")  # all vote
     async with memory_client(tmp_path, team=path) as client:
         result = await client.call_tool("run_consensus", {"task": "Which queue?"})
         assert not result.is_error, result.content
@@ -263,6 +263,7 @@ async def test_a_team_with_two_ag2_members_runs_over_mcp(provider: ScriptedProvi
     assert detail is not None
     agents = {x["agent_id"]: x for x in detail["agent_details"]}
     assert {agents[i]["provider"] for i in "ab"} == {"ag2"}
+    assert {v["voter"] for v in data["votes"]} == {"a", "b", "c"}
     for i in "ab":  # each AG2 member answered, voted and reported its tokens
         assert agents[i]["answers"] == 1 and agents[i]["status"] != "failed"
         assert agents[i]["usage"]["input_tokens"] > 0 and agents[i]["usage"]["output_tokens"] > 0
