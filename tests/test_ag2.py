@@ -120,6 +120,7 @@ def test_massgens_single_agent_ag2_files_load(name: str) -> None:
     if "anthropic" in (DATA / name).read_text():
         assert "llm_config[0].api_type: runs on the provider's OpenAI-compatible endpoint" \
             in warning
+        assert ag2.endpoint == "https://api.anthropic.com/v1/"  # what the run says it called
     assert "agent_config: ignored" not in warning and "not implemented by" not in warning
 
 
@@ -330,6 +331,36 @@ async def test_an_ag2_member_that_writes_text_or_broken_json_is_set_right(
     errors = [t for r in _ag2_requests(provider, "breaker") for t in r.tool_results
               if t["is_error"]]
     assert errors and "not valid JSON" in errors[0]["content"]
+
+
+async def test_the_llm_config_list_is_ags_fallbacks(provider: ScriptedProvider,
+                                                    tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in AG2: when the first entry fails, the next one answers, with its own key; the
+    environment's key of its api_type is not sent to a server on this machine."""
+    require_ag2()
+    monkeypatch.setenv("OPENAI_API_KEY", "k-from-the-environment")
+    url = provider.openai_base_url
+    provider.script("down", Error(500, "overloaded"))
+    provider.script("up", answer_then_vote("from the fallback", "agent1"))
+    team = _load(_file(tmp_path, f"""
+        agents:
+          - id: a
+            backend:
+              type: ag2
+              max_retries: 0
+              agent_config:
+                name: A
+                llm_config:
+                  - {{api_type: openai, model: down, base_url: {url}}}
+                  - {{api_type: anthropic, model: up, base_url: {url}, api_key: k-second-entry}}
+        """), {})
+    result = await run_team(team, tmp_path)
+    assert result.status == "completed", result.error
+    assert result.final_answer == "FINAL: from the fallback"
+    assert provider.requests_for("down") and _ag2_requests(provider, "up")
+    assert provider.requests_for("up")[0].headers["authorization"] == "Bearer k-second-entry"
+    assert provider.requests_for("down")[0].headers["authorization"] == "Bearer not-needed"
 
 
 async def test_a_hanging_ag2_call_does_not_hold_up_the_run(

@@ -101,18 +101,20 @@ def _autogen() -> Any:
 
 
 def _key(entry: LLMEntry, index: int, spec: AgentSpec, env: Mapping[str, str]) -> str:
-    """The entry's key: its own, the member's (first entry), or its provider's variable."""
+    """The entry's key: the member's (first entry, resolved when the file was loaded), its
+    own, or its provider's variable; none for a server on this machine, which is never sent
+    a key it did not ask for (as for type chatcompletion)."""
     from massgen_mcp.urls import is_loopback_url
 
     if index == 0 and spec.api_key is not None:
         return spec.api_key.get_secret_value()
     if entry.api_key:
         return entry.api_key
+    if entry.endpoint and is_loopback_url(entry.endpoint):
+        return "not-needed"  # the SDK refuses to start without one
     for name in entry.key_env:
         if env.get(name):
             return str(env[name])
-    if entry.endpoint and is_loopback_url(entry.endpoint):
-        return "not-needed"  # a local server ignores it; the SDK refuses to start without
     raise MissingKeyError(entry.api_type, entry.key_env, f"{spec.id} (ag2 llm_config[{index}])")
 
 
