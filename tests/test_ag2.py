@@ -161,6 +161,10 @@ def test_every_problem_of_an_agent_config_is_named(tmp_path: Path) -> None:
               agent_config: {name: C, llm_config: {model: m, temperature: 5}}
           - id: d
             backend: {type: ag2}
+          - id: e
+            backend:
+              type: ag2
+              agent_config: {name: E, sytem_message: hi, llm_config: {model: m, temprature: 1}}
         """)
     with pytest.raises(ConfigError) as e:
         _load(path)
@@ -171,7 +175,11 @@ def test_every_problem_of_an_agent_config_is_named(tmp_path: Path) -> None:
                  "supported in an ag2 member; use openai, anthropic, google",
                  "agents[2].backend.agent_config.llm_config.temperature: expected a number "
                  "from 0 to 2",
-                 "agents[3].backend.agent_config: required"]:
+                 "agents[3].backend.agent_config: required",
+                 "agents[4].backend.agent_config.sytem_message: unknown field "
+                 "'sytem_message'; did you mean 'system_message'?",
+                 "agents[4].backend.agent_config.llm_config.temprature: unknown field "
+                 "'temprature'; did you mean 'temperature'?"]:
         assert line in text
 
 

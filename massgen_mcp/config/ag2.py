@@ -137,10 +137,37 @@ def llm_entries(agent_config: Any, path: str = "agent_config") -> list[LLMEntry]
     return entries
 
 
+# AG2's own keys, not honoured but not typos of ours (their warning says they are ignored).
+_AG2_KEYS = frozenset({"cache_seed", "price", "tags", "api_version", "default_headers",
+                       "extra_body", "extra_headers", "human_input_mode", "timeout",
+                       "max_consecutive_auto_reply", "is_termination_msg", "function_map",
+                       "default_auto_reply", "tool_choice", "stream", "max_retries"})
+
+
+def _typos(keys: Any, known: frozenset[str], path: str, problems: list[str]) -> None:
+    """A key one typo away from one that is honoured (``sytem_message``) is an error, as
+    everywhere in a team file (massgen_keys.near_misses)."""
+    import difflib
+
+    for key in keys:
+        key = str(key)
+        if key in known or key in _AG2_KEYS:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+        if close:
+            problems.append(f"{path}.{key}: unknown field '{key}'; did you mean '{close[0]}'?")
+
+
 def _check_agent(cfg: Any, path: str, problems: list[str]) -> list[LLMEntry]:
     if not isinstance(cfg, Mapping):
         problems.append(f"{path}: expected a mapping (type, name, system_message, llm_config)")
         return []
+    _typos(cfg, AGENT_KEYS, path, problems)
+    raw_llm = cfg.get("llm_config")
+    for j, raw in enumerate(raw_llm if isinstance(raw_llm, list) else [raw_llm]):
+        if isinstance(raw, Mapping):
+            _typos(raw, ENTRY_KEYS, f"{path}.llm_config" + (
+                f"[{j}]" if isinstance(raw_llm, list) else ""), problems)
     kind = str(cfg.get("type") or "conversable").strip().lower()
     if kind not in AGENT_TYPES:
         problems.append(f"{path}.type: '{cfg.get('type')}' is not an AG2 agent type here; use "
