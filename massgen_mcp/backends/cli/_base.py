@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import tempfile
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,6 +226,18 @@ class CliBackend:
         self._stdin = self.root / "prompt.txt"
         self._stdin.write_text(text, encoding="utf-8")
         return None
+
+    def session_args(self, prompt: str, resume: str | None) -> list[str]:
+        """``--add-dir`` for each snapshot the prompt may read, then ``--resume ID``, or
+        ``--session-id`` with a new id (kept as `session_id`): the flags Claude Code and the
+        Copilot CLI spell alike."""
+        argv: list[str] = []
+        for d in self.snapshot_dirs(prompt):
+            argv += ["--add-dir", str(d)]
+        if resume:
+            return [*argv, "--resume", resume]
+        self.session_id = str(uuid.uuid4())
+        return [*argv, "--session-id", self.session_id]
 
     def snapshot_dirs(self, prompt: str) -> list[Path]:
         return [p for _, p in self._workspaces.snapshots_in(prompt)] if self._workspaces else []
