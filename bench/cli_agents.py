@@ -57,6 +57,8 @@ from massgen_mcp.coordination import prompts  # noqa: E402
 from massgen_mcp.coordination.answers import TextAnswer  # noqa: E402
 from massgen_mcp.coordination.workflow import new_answer_tool  # noqa: E402
 from massgen_mcp.runs.engine import Engine  # noqa: E402
+from massgen_mcp.runs.pool import BackendPool  # noqa: E402
+from massgen_mcp.runs.standby import STANDBY_SIZE  # noqa: E402
 
 BUILDERS = {"claude": claude_backend, "codex": codex_backend, "gemini": gemini_backend}
 
@@ -110,7 +112,7 @@ async def _team(provider: ScriptedProvider, clis: list[str], latency: float,
     team = team_from_data({"agents": agents, "orchestrator": {
         "orchestrator_timeout_seconds": 300}}, "bench.yaml", Environment({}))
     state = Path(tempfile.mkdtemp(prefix="bench-cli-team-"))
-    engine = Engine(state, Environment(cli_env()))
+    engine = Engine(state, Environment(cli_env()), pool=BackendPool(standby_size=STANDBY_SIZE))
     ideal = 3 * 2 * latency
     out: dict[str, Any] = {"team": ",".join(clis), "latency": latency, "ideal": ideal,
                            "pause": pause}

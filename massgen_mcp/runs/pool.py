@@ -25,7 +25,7 @@ from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.config.team import AgentSpec, Team
 from massgen_mcp.errors import BackendError, MassgenError
 from massgen_mcp.messages import Message, ToolSpec, Turn
-from massgen_mcp.runs.standby import STANDBY_SIZE, Standbys
+from massgen_mcp.runs.standby import Standbys
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +48,11 @@ class BrokenBackend:
 
 
 class BackendPool:
-    """`acquire()` a run's backends, `release()` them when the run ends."""
+    """`acquire()` a run's backends, `release()` them when the run ends. `standby_size`:
+    warm CLI processes kept between runs (the server keeps `standby.STANDBY_SIZE`, see
+    ``--cli-standbys``; none by default, for one-shot callers)."""
 
-    def __init__(self, size: int = BACKEND_POOL_SIZE, standby_size: int = STANDBY_SIZE) -> None:
+    def __init__(self, size: int = BACKEND_POOL_SIZE, standby_size: int = 0) -> None:
         self.size = size
         self.standbys = Standbys(standby_size)
         self._kept: OrderedDict[str, Backend] = OrderedDict()  # least recently used first

@@ -29,7 +29,8 @@ from massgen_mcp.config.team import AgentSpec
 
 log = logging.getLogger(__name__)
 
-#: Warm CLI processes kept (each holds what the CLI holds at rest: ~0.3 GB for Claude Code).
+#: Warm CLI processes a server keeps (``--cli-standbys``; each holds what the CLI holds at
+#: rest, ~0.3 GB for Claude Code).
 STANDBY_SIZE = 6
 STANDBY_IDLE_SECONDS = 900.0
 
@@ -57,9 +58,9 @@ class Standbys:
     def __len__(self) -> int:
         return len(self._warm)
 
-    def processes(self) -> list[int]:
-        """Process ids of the warm CLIs (for tests and `doctor`-like reports)."""
-        return [b._live.pid for b in self._warm.values() if getattr(b, "_live", None)]
+    def backends(self) -> list[Any]:
+        """The warm backends, least recently started first."""
+        return list(self._warm.values())
 
     def take(self, spec: AgentSpec, context: BackendContext) -> tuple[Backend | None,
                                                                      list[Backend]]:

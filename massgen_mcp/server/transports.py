@@ -128,6 +128,7 @@ def serve(args: argparse.Namespace) -> int:
               allow_cli_agents=args.allow_cli_agents,
               allow_checkpoint_team_override=args.allow_checkpoint_team_override,
               checkpoint_approval=args.checkpoint_approval)
+    app.engine.pool.standbys.size = max(0, args.cli_standbys)  # runs/standby.py
     for name in filter(None, (args.team, args.checkpoint_team)):
         try:
             from massgen_mcp.config.choose import resolve_team

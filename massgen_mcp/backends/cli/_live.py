@@ -109,6 +109,7 @@ class StreamingCliBackend(CliBackend):
         self._warm_plan: WarmPlan | None = None
         self._moving = False  # a standby taken by a run: move it before the first message
         self._run_root: Path | None = None  # where a taken standby's files go at the end
+        self.started_warm = False  # a standby whose process served this run's first turn
 
     # ------------------------------------------------------------------ for subclasses
 
@@ -159,6 +160,11 @@ class StreamingCliBackend(CliBackend):
         self._workspaces = context.workspaces
         self._run_root = (context.run_dir / "agents" / spec.id) if context.run_dir else None
         self._moving = True
+
+    @property
+    def pid(self) -> int | None:
+        """The live CLI process, if one runs."""
+        return self._live.pid if self._live is not None else None
 
     def kill_now(self) -> None:
         """Stop a standby at once (synchronous: the server is exiting)."""
@@ -259,6 +265,7 @@ class StreamingCliBackend(CliBackend):
                     return False
                 if not pending:
                     self.session_id, self.first_plan = self._standby_session, self._warm_plan
+                    self.started_warm = True
                     return True
         return False
 
