@@ -6,6 +6,7 @@ that never outlives the server."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from agents import answer_then_vote
+from agents import answer_then_vote, has_answered, presenting
 from cli_agents import (
     claude_backend,
     cli_agent,
@@ -25,7 +26,7 @@ from cli_agents import (
     leftover_processes,
     no_leftovers,
 )
-from scripted_provider import ScriptedProvider, ScriptRequest
+from scripted_provider import Call, ScriptedProvider, ScriptRequest, ToolCalls, answer, vote
 from test_engine import WatchedPool
 
 from massgen_mcp.backends import Backend
@@ -142,7 +143,7 @@ KILLED_SERVER = """
 import sys, time, anyio
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-from agents import answer_then_vote
+from agents import answer_then_vote, has_answered, presenting
 from cli_agents import claude_backend, cli_env
 from scripted_provider import ScriptedProvider
 from massgen_mcp.backends import Backend
@@ -185,3 +186,60 @@ async def test_a_killed_server_takes_its_standbys_with_it(
     finally:
         if server.returncode is None:
             server.kill()
+
+
+def _snapshot_reader(outside: Path) -> Any:
+    """Edits app.py in its workspace and answers; in its vote turn Reads its answer's snapshot
+    (named in the prompt) and a file outside every directory it was given, then votes."""
+
+    def script(req: ScriptRequest) -> Any:
+        if presenting(req):
+            return answer("FINAL: VALUE is 2")
+        if not has_answered(req):
+            if not any(r["name"] == "Edit" for r in req.tool_results):
+                cwd = re.search(r"Primary working directory: (\S+)", req.text)
+                assert cwd, "Claude Code's context names its working directory"
+                return ToolCalls([Call("Edit", {"file_path": f"{cwd.group(1)}/app.py",
+                                                "old_string": "VALUE = 1",
+                                                "new_string": "VALUE = 2"})])
+            return answer("I set VALUE to 2")
+        snap = re.search(r"agent1\.1: read-only copy of its workspace at (\S+)", req.text)
+        assert snap, "the prompt names the answer's snapshot"
+        reads = [r for r in req.tool_results if r["name"] == "Read"]
+        if len(reads) < 2:
+            path = f"{snap.group(1)}/app.py" if not reads else str(outside)
+            return ToolCalls([Call("Read", {"file_path": path})])
+        return vote("agent1")
+
+    return cli_agent(script)
+
+
+async def test_a_warm_member_reads_the_runs_snapshots_and_nothing_outside(
+        provider: ScriptedProvider, tmp_path: Path, short_tmp: Path) -> None:
+    """The snapshot directory a cold start gets as --add-dir, a standby gets when it is moved:
+    in both runs the member reads its answer's snapshot, and is refused a file elsewhere."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "app.py").write_text("VALUE = 1\n")
+    outside = tmp_path / "elsewhere" / "private.txt"
+    outside.parent.mkdir()
+    outside.write_text("PRIVATE-99\n")
+    provider.script("snap", _snapshot_reader(outside))
+    team = team_from_data({"agents": [{"id": "coder", "backend": claude_backend(
+        provider, "snap")}], "orchestrator": {"context_paths": [{"path": str(proj)}]}},
+        "standby.yaml", Environment({}))
+    pool = WatchedPool(standby_size=1)
+    engine = Engine(tmp_path / "state", Environment(cli_env()), pool=pool)
+    for i in range(2):
+        before = len(provider.requests)
+        result = await engine.run(team, "Set VALUE to 2")
+        assert result.status == "completed", (result.error, [a.error for a in result.agents])
+        assert _cli(pool.seen[i]).started_warm == (i == 1)
+        reads = [r for req in provider.requests[before:] for r in req.tool_results
+                 if r["name"] == "Read"]
+        snapshot, elsewhere = reads[0], reads[1]
+        assert "VALUE = 2" in snapshot["content"] and not snapshot["is_error"]
+        assert "PRIVATE-99" not in elsewhere["content"]
+    engine.shut_down()
+    assert not no_leftovers(str(short_tmp))
+    await pool.aclose()
