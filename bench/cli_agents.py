@@ -18,9 +18,10 @@ Per-turn rows (one agent, `Backend.turn()` called directly, the model replying a
 
 Team rows: a 3-agent CLI team (answer, vote, the winner presents) with every model reply
 delayed by L; ideal = 3 rounds x 2 calls x L (a CLI turn makes two model calls), so
-(wall - ideal) / 3 is the per-round overhead on the critical path. The same engine runs the
-team twice: "cold" (each member's first turn starts its CLI), then, `--pause` seconds later,
-"warm" (each member takes the standby its last run left, runs/standby.py). "warming
+(wall - ideal) / 3 is the per-round overhead on the critical path; "result after" is when the
+run's result was final (callers are woken then; closing the CLIs comes after). The same engine
+runs the team twice: "cold" (each member's first turn starts its CLI), then, `--pause` seconds
+later, "warm" (each member takes the standby its last run left, runs/standby.py). "warming
 requests" counts the model requests made between the two runs (must be 0).
 """
 
@@ -123,12 +124,15 @@ async def _team(provider: ScriptedProvider, clis: list[str], latency: float,
                 await anyio.sleep(pause)  # the next run comes a while after the last one
                 out["warming_requests"] = len(provider.requests) - before
                 out["standbys"] = len(engine.pool.standbys)
+            finished: list[float] = []
             t0 = time.monotonic()
-            result = await engine.run(team, "Which queue?")
+            result = await engine.run(team, "Which queue?", listener=lambda e, f=finished: (
+                f.append(time.monotonic()) if e.get("kind") == "run_finished" else None))
             wall = time.monotonic() - t0
             assert result.status == "completed", (result.error,
                                                   [a.error for a in result.agents])
-            out[which] = {"wall": wall, "overhead_per_round": (wall - ideal) / 3,
+            out[which] = {"wall": wall, "to_result": finished[0] - t0,
+                          "overhead_per_round": (wall - ideal) / 3,
                           "provider_calls": result.totals.provider_calls}
     finally:
         await engine.pool.aclose()
@@ -142,7 +146,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         api = await _turns(provider, provider.backend("anthropic", "api", max_retries=0),
                            "api", args.turns, cli=False)
         out["turns"]["api"] = api
-        for name in args.clis.split(","):
+        for name in filter(None, args.clis.split(",")):
             row = await _turns(provider, BUILDERS[name](provider, f"cli-{name}"),
                                f"cli-{name}", args.turns, cli=True)
             row["overhead"] = row["resumed"] - api["resumed"]
@@ -181,7 +185,8 @@ def main() -> None:
               f"they warmed ({t['pause']:g}s)")
         for which in ("cold", "warm"):
             r = t[which]
-            print(f"  {which}: wall {r['wall']:.2f}s ({r['wall'] / t['ideal']:.2f}x ideal), "
+            print(f"  {which}: wall {r['wall']:.2f}s ({r['wall'] / t['ideal']:.2f}x ideal; "
+                  f"result after {r['to_result']:.2f}s, {r['to_result'] / t['ideal']:.2f}x), "
                   f"overhead {r['overhead_per_round']:.2f}s per round, "
                   f"{r['provider_calls']} provider calls")
 
