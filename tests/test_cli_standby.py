@@ -23,6 +23,7 @@ from cli_agents import (
     cli_agent,
     cli_env,
     cli_path,
+    gemini_backend,
     leftover_processes,
     no_leftovers,
 )
@@ -31,6 +32,7 @@ from test_engine import WatchedPool
 
 from massgen_mcp.backends import Backend
 from massgen_mcp.backends.cli._live import StreamingCliBackend
+from massgen_mcp.backends.cli.gemini_cli import GeminiCliBackend
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.config.team import Team
@@ -47,8 +49,10 @@ def short_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _team(provider: ScriptedProvider, model: str, sensitivity: str = "lenient") -> Team:
-    return team_from_data({"agents": [{"id": "coder", "backend": claude_backend(provider, model)}],
+def _team(provider: ScriptedProvider, model: str, sensitivity: str = "lenient",
+          cli: str = "claude") -> Team:
+    backend = (gemini_backend if cli == "gemini" else claude_backend)(provider, model)
+    return team_from_data({"agents": [{"id": "coder", "backend": backend}],
                            "orchestrator": {"voting_sensitivity": sensitivity}},
                           "standby.yaml", Environment({}))
 
@@ -70,22 +74,27 @@ def _text(req: ScriptRequest) -> str:
     return json.dumps(req.raw) + json.dumps(req.headers)
 
 
+@pytest.mark.parametrize("cli", ["claude", "gemini"])
 async def test_the_next_run_takes_a_warm_standby_that_carries_nothing_of_the_last(
-        provider: ScriptedProvider, tmp_path: Path, short_tmp: Path) -> None:
+        provider: ScriptedProvider, tmp_path: Path, short_tmp: Path, cli: str) -> None:
     provider.script("warm", cli_agent(answer_then_vote("queue answer")))
     pool = WatchedPool(standby_size=2)
     engine = Engine(tmp_path / "state", Environment(cli_env()), pool=pool)
-    team = _team(provider, "warm")
+    team = _team(provider, "warm", cli=cli)
     first = await engine.run(team, "Task ALPHA-7781: which queue?")
     assert first.status == "completed", first.error
     cold = _cli(pool.seen[0])
-    first_session = cold.session_id
-    assert first_session and not cold.started_warm
+    [first_session] = cold.sessions
+    assert not cold.started_warm
     # The run left one standby, started as its first turn started the CLI.
     before = len(provider.requests)
     [standby] = pool.standbys.backends()
     assert standby.pid is not None and standby is not cold
-    await _until_connected(standby.root)
+    if isinstance(standby, GeminiCliBackend):
+        with anyio.fail_after(90):
+            await standby.started()  # ACP `initialize` answered (MCP servers come per session)
+    else:
+        await _until_connected(standby.root)
     assert len(provider.requests) == before  # warming made no model request
 
     second = await engine.run(team, "Task BETA-4410: which queue?")
@@ -96,13 +105,14 @@ async def test_the_next_run_takes_a_warm_standby_that_carries_nothing_of_the_las
     assert later and all("ALPHA-7781" not in _text(r) for r in later)
     opening = later[0]
     assert "BETA-4410" in opening.text
-    for leaked in (first_session, str(first.log_dir), "queue answer", str(standby.root)):
+    # (The standby's own HOME may be named: it was made for the standby, after the first run.)
+    for leaked in (first_session, str(first.log_dir), "queue answer"):
         assert leaked not in _text(opening), leaked
     # It works in the second run's own workspace, and its files are kept with that run.
     workspace = Path(second.log_dir) / "workspaces" / "coder"
     assert str(workspace.resolve()) in opening.text
     assert (Path(second.log_dir) / "agents" / "coder" / "cli.stderr.log").exists()
-    assert warm.session_id != first_session
+    assert warm.sessions and first_session not in warm.sessions
     assert not leftover_processes(str(standby.root))  # it ended with its run ...
     assert len(pool.standbys) == 1  # ... and left the next standby
     # The server exits: the standbys go at once, and nothing is left behind.
@@ -148,6 +158,7 @@ from cli_agents import claude_backend, cli_env
 from scripted_provider import ScriptedProvider
 from massgen_mcp.backends import Backend
 from massgen_mcp.backends.cli._live import StreamingCliBackend
+from massgen_mcp.backends.cli.gemini_cli import GeminiCliBackend
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.runs.engine import Engine

@@ -89,6 +89,7 @@ class CliBackend:
             self.notes.append(f"ignored unsupported keys: {', '.join(self.opts.unknown)}")
         self._bridge = CallBridge()
         self.session_id: str | None = None
+        self.sessions: list[str] = []  # every CLI session this agent used, in order
         self._sent: list[Message] = []
         self._proc: CliProcess | None = None
         self._stdin: Path | None = None
@@ -142,6 +143,8 @@ class CliBackend:
         self._sent = list(messages)
         if state.session_id:
             self.session_id = state.session_id
+            if state.session_id not in self.sessions:
+                self.sessions.append(state.session_id)
         if calls:
             return Turn(state.text, tuple(calls), state.usage, "tool_use")
         if state.error:
