@@ -30,7 +30,7 @@ from massgen_mcp.config.team import AgentSpec
 log = logging.getLogger(__name__)
 
 #: Warm CLI processes a server keeps (``--cli-standbys``; each holds what the CLI holds at
-#: rest, ~0.3 GB for Claude Code).
+#: rest, ~0.2 GB for Claude Code 2.1.332).
 STANDBY_SIZE = 6
 STANDBY_IDLE_SECONDS = 900.0
 
