@@ -164,7 +164,7 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--clis", default="claude,codex,gemini")
     ap.add_argument("--team", default="claude,claude,claude")
-    ap.add_argument("--pause", type=float, default=15.0,
+    ap.add_argument("--pause", type=float, default=30.0,
                     help="seconds between the cold and the warm team run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
