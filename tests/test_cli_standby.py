@@ -254,3 +254,24 @@ async def test_a_warm_member_reads_the_runs_snapshots_and_nothing_outside(
     engine.shut_down()
     assert not no_leftovers(str(short_tmp))
     await pool.aclose()
+
+
+async def test_a_server_keeps_standbys_and_takes_them_away_when_it_exits(
+        provider: ScriptedProvider, tmp_path: Path, short_tmp: Path) -> None:
+    """The real server over stdio (standbys are on by default there): after a run its member's
+    CLI waits warm; when the client goes away the server exits and takes it along."""
+    from mcp import Client
+    from mcp_harness import stdio_params
+
+    cli_path("claude")
+    provider.script("srv", cli_agent(answer_then_vote("served answer")))
+    team = tmp_path / "team.yaml"
+    team.write_text(json.dumps({"agents": [{"id": "coder",
+                                            "backend": claude_backend(provider, "srv")}]}))
+    env = {**cli_env(), "TMPDIR": str(short_tmp)}
+    async with Client(stdio_params(tmp_path, "--team", str(team), env=env),
+                      mode="legacy") as client:
+        r = await client.call_tool("run_consensus", {"task": "Which queue?"})
+        assert not r.is_error and "status completed" in str(r.content[0])
+        await _until_connected(short_tmp)  # the standby, in the server's TMPDIR
+    assert not no_leftovers(str(short_tmp), timeout=20)
