@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from massgen_mcp.backends import BackendContext
     from massgen_mcp.config.team import AgentSpec
 
+#: How long a standby may take to answer its move (the rest of its start-up included) before
+#: the turn gives up on it and starts cold.
+MOVE_TIMEOUT = 60.0
 NEW_SYSTEM = ("<instructions>These instructions replace your earlier system instructions "
               "from now on:")
 
@@ -237,6 +240,7 @@ class StreamingCliBackend(CliBackend):
         if self.warmed_at is not None:  # a standby's own root: kept with the run, or removed
             if self._run_root is not None and not self._run_root.exists():
                 with contextlib.suppress(OSError):
+                    self._run_root.parent.mkdir(parents=True, exist_ok=True)
                     shutil.move(self.root, self._run_root)
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -252,7 +256,8 @@ class StreamingCliBackend(CliBackend):
             self.move_requests(self.workspace, self.snapshot_dirs("")))}
         if not pending:
             return False
-        with anyio.move_on_after(self.opts.timeout), contextlib.suppress(OSError):
+        with anyio.move_on_after(min(self.opts.timeout, MOVE_TIMEOUT)), \
+                contextlib.suppress(OSError):
             for rid, request in pending.items():
                 await proc.send({"type": "control_request", "request_id": rid,
                                  "request": request})
