@@ -23,6 +23,7 @@ from cli_agents import (
     cli_agent,
     cli_env,
     cli_path,
+    codex_backend,
     gemini_backend,
     leftover_processes,
     no_leftovers,
@@ -32,7 +33,7 @@ from test_engine import WatchedPool
 
 from massgen_mcp.backends import Backend
 from massgen_mcp.backends.cli._live import StreamingCliBackend
-from massgen_mcp.backends.cli.gemini_cli import GeminiCliBackend
+from massgen_mcp.backends.cli._rpc import RpcCliBackend
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.config.team import Team
@@ -51,7 +52,8 @@ def short_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def _team(provider: ScriptedProvider, model: str, sensitivity: str = "lenient",
           cli: str = "claude") -> Team:
-    backend = (gemini_backend if cli == "gemini" else claude_backend)(provider, model)
+    backend = {"claude": claude_backend, "gemini": gemini_backend,
+               "codex": codex_backend}[cli](provider, model)
     return team_from_data({"agents": [{"id": "coder", "backend": backend}],
                            "orchestrator": {"voting_sensitivity": sensitivity}},
                           "standby.yaml", Environment({}))
@@ -74,7 +76,7 @@ def _text(req: ScriptRequest) -> str:
     return json.dumps(req.raw) + json.dumps(req.headers)
 
 
-@pytest.mark.parametrize("cli", ["claude", "gemini"])
+@pytest.mark.parametrize("cli", ["claude", "gemini", "codex"])
 async def test_the_next_run_takes_a_warm_standby_that_carries_nothing_of_the_last(
         provider: ScriptedProvider, tmp_path: Path, short_tmp: Path, cli: str) -> None:
     provider.script("warm", cli_agent(answer_then_vote("queue answer")))
@@ -90,9 +92,9 @@ async def test_the_next_run_takes_a_warm_standby_that_carries_nothing_of_the_las
     before = len(provider.requests)
     [standby] = pool.standbys.backends()
     assert standby.pid is not None and standby is not cold
-    if isinstance(standby, GeminiCliBackend):
+    if isinstance(standby, RpcCliBackend):
         with anyio.fail_after(90):
-            await standby.started()  # ACP `initialize` answered (MCP servers come per session)
+            await standby.started()  # its `initialize` answered: its start-up is over
     else:
         await _until_connected(standby.root)
     assert len(provider.requests) == before  # warming made no model request
@@ -158,7 +160,7 @@ from cli_agents import claude_backend, cli_env
 from scripted_provider import ScriptedProvider
 from massgen_mcp.backends import Backend
 from massgen_mcp.backends.cli._live import StreamingCliBackend
-from massgen_mcp.backends.cli.gemini_cli import GeminiCliBackend
+from massgen_mcp.backends.cli._rpc import RpcCliBackend
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.runs.engine import Engine
