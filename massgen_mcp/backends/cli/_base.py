@@ -1,4 +1,6 @@
-"""What the three CLI backends share: one `turn()` = one headless CLI invocation.
+"""What the CLI backends share; here one `turn()` is one headless CLI invocation (Copilot),
+while `_live.py` (Claude Code, stream-json) and `_rpc.py` (Codex app-server, Gemini CLI ACP)
+keep one CLI process up across a member's turns.
 
 The seam with the orchestrator is the ordinary `Backend.turn()`: the CLI gets the turn's
 workflow tools (`new_answer`, `vote`, or a plan/checkpoint answer format's `new_answer`) from
