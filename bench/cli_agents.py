@@ -21,8 +21,10 @@ delayed by L; ideal = 3 rounds x 2 calls x L (a CLI turn makes two model calls),
 (wall - ideal) / 3 is the per-round overhead on the critical path; "result after" is when the
 run's result was final (callers are woken then; closing the CLIs comes after). The same engine
 runs the team twice: "cold" (each member's first turn starts its CLI), then, `--pause` seconds
-later, "warm" (each member takes the standby its last run left, runs/standby.py). "warming
-requests" counts the model requests made between the two runs (must be 0).
+later, "warm" (each member takes the standby its last run left, runs/standby.py; Codex and
+Gemini CLI standbys are also waited for until they answered `initialize`, which three at once
+may take longer than the pause on a loaded machine). "warming requests" counts the model
+requests made between the two runs (must be 0).
 """
 
 from __future__ import annotations
@@ -123,7 +125,13 @@ async def _team(provider: ScriptedProvider, clis: list[str], latency: float,
                 before = len(provider.requests)
                 await anyio.sleep(pause)  # the next run comes a while after the last one
                 out["warming_requests"] = len(provider.requests) - before
-                out["standbys"] = len(engine.pool.standbys)
+                standbys = engine.pool.standbys.backends()
+                out["standbys"] = len(standbys)
+                t1 = time.monotonic()  # Codex, Gemini CLI: until `initialize` was answered
+                for b in standbys:
+                    if hasattr(b, "started"):
+                        await b.started()
+                out["ready_after_pause"] = time.monotonic() - t1
             finished: list[float] = []
             t0 = time.monotonic()
             result = await engine.run(team, "Which queue?", listener=lambda e, f=finished: (
@@ -131,6 +139,9 @@ async def _team(provider: ScriptedProvider, clis: list[str], latency: float,
             wall = time.monotonic() - t0
             assert result.status == "completed", (result.error,
                                                   [a.error for a in result.agents])
+            if which == "warm":  # how many members' first turns ran on their standby
+                out["took_standby"] = sum(bool(getattr(b, "started_warm", False))
+                                          for b in standbys)
             out[which] = {"wall": wall, "to_result": finished[0] - t0,
                           "overhead_per_round": (wall - ideal) / 3,
                           "provider_calls": result.totals.provider_calls}
@@ -181,8 +192,9 @@ def main() -> None:
     if out["team"]:
         t = out["team"]
         print(f"\nteam {t['team']} at L={t['latency']}s, ideal {t['ideal']:.2f}s; "
-              f"{t['standbys']} standbys, {t['warming_requests']} model requests while "
-              f"they warmed ({t['pause']:g}s)")
+              f"{t['standbys']} standbys ({t['took_standby']} taken), "
+              f"{t['warming_requests']} model requests while they warmed ({t['pause']:g}s, "
+              f"then {t['ready_after_pause']:.1f}s until ready)")
         for which in ("cold", "warm"):
             r = t[which]
             print(f"  {which}: wall {r['wall']:.2f}s ({r['wall'] / t['ideal']:.2f}x ideal; "
