@@ -8,7 +8,9 @@
     massgen-mcp setup [--client ...] [--hooks] [--instructions ...]    register with clients
     massgen-mcp doctor                                                 what can run here
     massgen-mcp view [RUN_ID|latest]  /  report RUN_ID -o run.html     watch or share a run
+    massgen-mcp export RUN_ID [--store URL] [--to DIR]                 a run's record as files
     massgen-mcp eval SUITE [--team ... | --models ...]                 team vs. one model
+    massgen-mcp worker --store redis://...                             execute queued runs
 
 Every subcommand imports only what it needs: the hook must start in a few dozen ms and
 the server must not load provider SDKs before a run needs them.
@@ -98,6 +100,19 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     p.add_argument("--state-dir", default=default(None),
                    help="where runs, plans and checkpoints are kept (default: $MASSGEN_MCP_HOME "
                         "or ./.massgen)")
+    p.add_argument("--store", default=default(None), metavar="URL",
+                   help="keep run records, events, cancellation, tasks and usage counters in "
+                        "Redis (redis://HOST:PORT/DB, rediss://..., redis://:PASSWORD@HOST/DB, "
+                        "unix:///path/redis.sock?db=N) so several processes share them "
+                        "(default: files in the state directory)")
+    p.add_argument("--run-here", action="store_true", default=default(False),
+                   help="with --store redis://: execute runs in this process instead of "
+                        "handing them to `massgen-mcp worker` processes (the records are "
+                        "shared either way)")
+    p.add_argument("--queue-timeout", type=positive_seconds, default=default(300.0),
+                   metavar="SECONDS",
+                   help="with --store redis://: a run no worker has taken after this long "
+                        "ends interrupted, saying to start `massgen-mcp worker` (default 300)")
     p.add_argument("--log-level", default=default("WARNING"),
                    help="stderr log level (default WARNING)")
 
@@ -217,10 +232,16 @@ def build_parser() -> argparse.ArgumentParser:
     from massgen_mcp.cli.view import add_view_parsers
 
     add_view_parsers(sub)
+    from massgen_mcp.cli.export import add_export_parser
+
+    add_export_parser(sub)
     add_eval_parser(sub)
     from massgen_mcp.cli.checkpoint import add_checkpoint_parsers
 
     add_checkpoint_parsers(sub)
+    from massgen_mcp.cli.worker import add_worker_parser
+
+    add_worker_parser(sub)
     return parser
 
 
@@ -253,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.cli.view import report_main, view_main
 
             return view_main(args) if command == "view" else report_main(args)
+        if command == "export":
+            from massgen_mcp.cli.export import export_main
+
+            return export_main(args)
         if command == "hook":
             from massgen_mcp.hook.main import main as hook_main
 
@@ -261,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.cli.eval import eval_main
 
             return eval_main(args)
+        if command == "worker":
+            from massgen_mcp.cli.worker import worker_main
+
+            return worker_main(args)
     except KeyboardInterrupt:
         return 130
     return EXIT_USAGE

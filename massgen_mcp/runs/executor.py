@@ -30,6 +30,9 @@ from massgen_mcp.runs.workspace import workspaces_for
 log = logging.getLogger(__name__)
 
 After = Callable[[RunResult], Any]
+#: How often a run looks for a cancel asked by another process (a file's stat, or a flag the
+#: Redis store's lease thread keeps current): well inside the 1 s a cancel may take.
+CANCEL_POLL_SECONDS = 0.25
 
 
 class Executor:
@@ -80,6 +83,7 @@ class Executor:
                 given, env=self.env, run_dir=live.record.dir, workspaces=workspaces))
             async with anyio.create_task_group() as writer:
                 writer.start_soon(live.write_status)
+                writer.start_soon(self._watch_cancel, live)
                 async with AsyncExitStack() as stack:
                     toolboxes = await self._toolboxes(stack, team, live, workspaces)
                     orch = Orchestrator(
@@ -95,7 +99,7 @@ class Executor:
                         result.workspace = workspaces.finish(result)
                     # Final now: record it and wake whoever waits before the agents' tool
                     # servers are stopped (about a second per server, off the answer's path).
-                    self._finish(live, result, after)
+                    self.finish(live, result, after)
                 writer.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -115,6 +119,20 @@ class Executor:
             return result
         await self.pool.release(backends)
         return result
+
+    async def _watch_cancel(self, live: LiveRun) -> None:
+        """A stop asked by another process (`RunRecords.request_cancel`: another replica's
+        cancel_run, a worker's front end) stops the run here within CANCEL_POLL_SECONDS
+        (plus the Redis store's own 0.5 s poll of the flag). Polled until the run ends: the
+        Redis store takes the polling as the run's sign of life (a wedged loop loses its
+        lease)."""
+        asked = False
+        while True:
+            if live.record.cancel_requested() and not asked:
+                asked = live.cancel_requested = True
+                if live.orchestrator is not None:
+                    live.orchestrator.cancel(self.stop_status())
+            await anyio.sleep(CANCEL_POLL_SECONDS)
 
     async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun,
                          workspaces: Any = None) -> dict[str, Any]:
@@ -168,10 +186,13 @@ class Executor:
         if error:
             result.error = error
         live.on_event("run_finished", {"status": status, "error": error})
-        self._finish(live, result, after)
+        self.finish(live, result, after)
         return result
 
-    def _finish(self, live: LiveRun, result: RunResult, after: After | None = None) -> None:
+    def finish(self, live: LiveRun, result: RunResult, after: After | None = None, *,
+               write: bool = True) -> None:
+        """The run is over: run its outcome hook, record `result` (unless `write` is False:
+        a worker recorded it already), wake whoever waits and forget the live run."""
         if result.status == "interrupted" and not result.error:
             result.error = f"{self.stop_reason}; this is the best answer so far"
         result = live.record.clean(result)  # what leaves the process: redacted, encodable
@@ -184,7 +205,8 @@ class Executor:
                                      f"could not be recorded: {e}"
         live.result = result
         try:
-            live.record.finish(result)
+            if write:
+                live.record.finish(result)
         except OSError:
             log.exception("writing the record of run %s failed", live.run_id)
         finally:

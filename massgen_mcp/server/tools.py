@@ -190,10 +190,12 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
     @tool_errors
     async def list_backends(ctx: Context) -> BackendsReport:
         """Which providers are usable right now (key present, or local server answering),
-        which team a call without models/team would use, and what to do for the others.
-        Never shows a key."""
-        return await backends_report(app.env, app.default_team,
-                                     sampling_available=host.can_sample(ctx))
+        which team a call without models/team would use, and what to do for the others,
+        and the usage so far by provider (calls, tokens, cost). Never shows a key."""
+        report = await backends_report(app.env, app.default_team,
+                                       sampling_available=host.can_sample(ctx))
+        report.usage = app.store.usage()
+        return report
 
 
 def register_resources(mcp: MCPServer, app: App) -> None:
@@ -243,7 +245,7 @@ def register_resources(mcp: MCPServer, app: App) -> None:
 
         try:
             live = app.live_run(run_id)
-            view = load_run_view(app.state, run_id, live.snapshot() if live else None)
+            view = load_run_view(app.store, run_id, live.snapshot() if live else None)
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None
         state = "live" if view.live else "done"

@@ -122,13 +122,26 @@ def serve(args: argparse.Namespace) -> int:
     except MassgenError as e:
         print(f"massgen-mcp: {e}", file=sys.stderr)
         return 2
-    app = App(state_dir(args.state_dir), default_team=args.team,
+    from massgen_mcp.runs.store_open import open_store
+
+    state = state_dir(args.state_dir)
+    try:
+        store = open_store(getattr(args, "store", None), state)
+    except MassgenError as e:
+        print(f"massgen-mcp: {e}", file=sys.stderr)
+        return 2
+    app = App(state, default_team=args.team, store=store,
               checkpoint_team=args.checkpoint_team, team_policy=policy,
               allow_secret_files=args.allow_secret_files,
               allow_cli_agents=args.allow_cli_agents,
               allow_checkpoint_team_override=args.allow_checkpoint_team_override,
               checkpoint_approval=args.checkpoint_approval)
     app.engine.pool.standbys.size = max(0, args.cli_standbys)  # runs/standby.py
+    if getattr(args, "store", None) and not getattr(args, "run_here", False):
+        from massgen_mcp.runs.redis_store import RedisStore
+
+        if isinstance(store, RedisStore):  # runs go to `massgen-mcp worker` processes
+            app.hand_runs_to_workers(getattr(args, "queue_timeout", 300.0))
     for name in filter(None, (args.team, args.checkpoint_team)):
         try:
             from massgen_mcp.config.choose import resolve_team
