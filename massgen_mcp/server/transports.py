@@ -136,6 +136,7 @@ def serve(args: argparse.Namespace) -> int:
               allow_cli_agents=args.allow_cli_agents,
               allow_checkpoint_team_override=args.allow_checkpoint_team_override,
               checkpoint_approval=args.checkpoint_approval)
+    app.engine.pool.standbys.size = max(0, args.cli_standbys)  # runs/standby.py
     if getattr(args, "store", None) and not getattr(args, "run_here", False):
         from massgen_mcp.runs.redis_store import RedisStore
 
