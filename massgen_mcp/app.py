@@ -74,6 +74,7 @@ class App:
         self._store = store
         self._engine: Engine | None = None
         self._shut_down: list[str | None] = []  # before the engine existed
+        self._cli_standbys: int | None = None  # keep_cli_standbys before the engine existed
         self.default_team = default_team
         self.checkpoint_team = checkpoint_team
         #: May a `checkpoint` call name its own reviewers (`models`/`team`)? Operator only.
@@ -89,6 +90,8 @@ class App:
             from massgen_mcp.runs.engine import Engine
 
             self._engine = Engine(self._state, self.env, store=self._store)
+            if self._cli_standbys is not None:
+                self._engine.pool.standbys.size = self._cli_standbys
             for reason in self._shut_down:
                 self._engine.shut_down(reason)
         return self._engine
@@ -316,7 +319,9 @@ class App:
     def keep_cli_standbys(self, size: int) -> None:
         """Keep up to `size` warm coding-agent CLI processes between runs (runs/standby.py):
         a long-lived server's next run then skips the CLIs' start-up."""
-        self.engine.pool.standbys.size = max(0, size)
+        self._cli_standbys = max(0, size)
+        if self._engine is not None:  # else applied when the engine is made
+            self._engine.pool.standbys.size = self._cli_standbys
 
     def shut_down(self, reason: str | None = None) -> None:
         """From now on, runs that stop are recorded `interrupted`, with `reason` (else the

@@ -160,3 +160,53 @@ def test_a_build_that_fails_leaves_the_listing_and_is_tried_again() -> None:
         assert not tools.built
         assert [t.name for t in tools.list_tools()] == [t["name"] for t in listed["tools"]]
     assert len(tries) == 2
+
+
+RUN_ONLY = ("massgen_mcp.runs.engine", "massgen_mcp.coordination.orchestrator",
+            "massgen_mcp.coordination.result", "massgen_mcp.config.team",
+            "massgen_mcp.server.tools", "massgen_mcp.server.mode_tools", "openai", "anthropic",
+            "google.genai", "yaml")
+LIST_ONLY = f"""
+import sys, tempfile, anyio
+from pathlib import Path
+from mcp import Client
+from massgen_mcp.app import App
+from massgen_mcp.server import build_server
+
+async def main():
+    with tempfile.TemporaryDirectory() as d:
+        app = App(Path(d), cwd=Path(d))
+        app.keep_cli_standbys(6)
+        mcp, _ = build_server(app)
+        async with Client(mcp) as client:
+            assert len((await client.list_tools()).tools) >= 10
+            await client.list_resource_templates()
+            await client.list_prompts()
+            await client.list_resources()
+            app.shut_down("the test is over")
+anyio.run(main)
+print(",".join(m for m in {RUN_ONLY!r} if m in sys.modules))
+"""
+
+
+def test_a_server_that_only_lists_imports_nothing_a_run_needs(tmp_path: Path) -> None:
+    """Start-up contract (bench/startup.py measures the time): the lists and a shut-down
+    load no engine, orchestrator, result or team model, tool module, provider
+    SDK or PyYAML."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", LIST_ONLY], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
+
+
+def test_what_the_app_was_told_before_its_engine_existed_applies_to_it(tmp_path: Path) -> None:
+    app = _app(tmp_path)
+    app.keep_cli_standbys(3)
+    app.shut_down("stopping")
+    engine = app.engine  # made now, at first use
+    assert engine.pool.standbys.size == 3
+    assert engine.executor.shutting_down and engine.executor.stop_reason == "stopping"
+    assert app.state == engine.state == tmp_path / ".massgen"

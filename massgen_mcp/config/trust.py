@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from massgen_mcp.config.ag2 import restricted_paths as ag2_restricted_paths
 from massgen_mcp.config.env import expand_vars, redirects
 from massgen_mcp.config.yaml_file import check_path_text
 from massgen_mcp.errors import ConfigError
@@ -144,6 +143,8 @@ def _dirs_text(policy: TeamPolicy) -> str:
 
 def check_restricted(data: Any, where: str) -> None:
     """Refuse a restricted team file that starts processes, reads files or redirects keys."""
+    from massgen_mcp.config.ag2 import restricted_paths as ag2_restricted_paths
+
     if not isinstance(data, dict):
         return
     agents = data.get("agents")
