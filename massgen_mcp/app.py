@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from massgen_mcp.modes.checkpoint.store import CheckpointSession
     from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
     from massgen_mcp.runs.live import LiveRun
+    from massgen_mcp.runs.store import RunRecords
 
 
 class App:
@@ -46,6 +47,7 @@ class App:
         allow_cli_agents: bool = False,
         allow_checkpoint_team_override: bool = False,
         checkpoint_approval: str | None = None,
+        store: RunRecords | None = None,
     ) -> None:
         #: How this caller names its arguments in messages (CLI flags, tool arguments, ...).
         self.vocabulary = vocabulary
@@ -57,7 +59,7 @@ class App:
         #: May a tool call's `models` (or a restricted team file) start a coding-agent CLI?
         self.allow_cli_agents = allow_cli_agents
         self.env = env or Environment(dotenv_dir=self.cwd)
-        self.engine = Engine(state or state_dir(cwd=self.cwd), self.env)
+        self.engine = Engine(state or state_dir(cwd=self.cwd), self.env, store=store)
         self.default_team = default_team
         self.checkpoint_team = checkpoint_team
         #: May a `checkpoint` call name its own reviewers (`models`/`team`)? Operator only.

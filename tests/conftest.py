@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from redis_server import RedisServer, flush
 from scripted_provider import ScriptedProvider
 
 # No test may see a real key, and no test may reach a real provider.
@@ -40,3 +41,26 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A clean working directory (runs are recorded under its .massgen/)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def _redis_session() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(_redis_session: RedisServer) -> str:
+    """The URL of a real Redis (Debian's redis-server, one per test session), emptied for
+    this test. Skips (locally) or fails (CI) when redis-server is not installed."""
+    if _redis_session.proc is None or _redis_session.proc.poll() is not None:
+        _redis_session.start()  # a test stopped it
+    flush(_redis_session.port)
+    return _redis_session.url
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A Redis of this test's own, for tests that stop or restart it (`restart()`)."""
+    with RedisServer() as server:
+        yield server

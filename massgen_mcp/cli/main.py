@@ -99,6 +99,11 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     p.add_argument("--state-dir", default=default(None),
                    help="where runs, plans and checkpoints are kept (default: $MASSGEN_MCP_HOME "
                         "or ./.massgen)")
+    p.add_argument("--store", default=default(None), metavar="URL",
+                   help="keep run records, events, cancellation, tasks and usage counters in "
+                        "Redis (redis://HOST:PORT/DB, rediss://..., redis://:PASSWORD@HOST/DB, "
+                        "unix:///path/redis.sock?db=N) so several processes share them "
+                        "(default: files in the state directory)")
     p.add_argument("--log-level", default=default("WARNING"),
                    help="stderr log level (default WARNING)")
 

@@ -22,6 +22,9 @@ from massgen_mcp.errors import InputError, RunNotFoundError
 from massgen_mcp.paths import runs_dir, write_atomic
 from massgen_mcp.redaction import Redactor
 
+#: The kind of a run's last event: once a follower sees it, the run's final record is there.
+RUN_FINISHED = "run_finished"
+
 
 class RunRecordWriter(Protocol):
     """The record of one run as it is written. `dir` is the run's working directory on this

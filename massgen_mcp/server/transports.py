@@ -124,7 +124,15 @@ def serve(args: argparse.Namespace) -> int:
     except MassgenError as e:
         print(f"massgen-mcp: {e}", file=sys.stderr)
         return 2
-    app = App(state_dir(args.state_dir), default_team=args.team,
+    from massgen_mcp.runs.store_open import open_store
+
+    state = state_dir(args.state_dir)
+    try:
+        store = open_store(getattr(args, "store", None), state)
+    except MassgenError as e:
+        print(f"massgen-mcp: {e}", file=sys.stderr)
+        return 2
+    app = App(state, default_team=args.team, store=store,
               checkpoint_team=args.checkpoint_team, team_policy=policy,
               allow_secret_files=args.allow_secret_files,
               allow_cli_agents=args.allow_cli_agents,
