@@ -21,12 +21,14 @@ import httpx
 import pytest
 from cluster import Cluster, ClusterClient, final_for, per_task_agent
 from mcp_harness import write_team
+from redis_server import RedisServer
 from scripted_provider import Reply, ScriptedProvider, ScriptRequest
 from tasks_client import TasksClient
 from tiers import require_program
 
 MODELS = [("a", "openai", "cl-a"), ("b", "anthropic", "cl-b"), ("c", "gemini", "cl-c")]
 LATENCY = 0.05  # seconds the scripted provider adds to every reply
+WORKERS = 0  # TODO: 2 once `massgen-mcp worker` lands
 TIMEOUT = 120  # bound on any one wait in these tests (a loaded 2-core machine)
 
 
@@ -75,19 +77,18 @@ def _programs() -> str:
 
 def start_cluster(tmp: Path, provider: ScriptedProvider, store: str) -> Cluster:
     team = write_team(tmp / "team.yaml", provider, MODELS)
-    return Cluster(tmp, team, store, replicas=3, workers=2)
+    return Cluster(tmp, team, store, replicas=3, workers=WORKERS)
 
 
 @pytest.fixture(scope="module")
-def redis_module(_programs: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from redis_server import RedisServer
-
-    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+def redis_module(_programs: str) -> Iterator[RedisServer]:
+    """A Redis of this module's cluster (the session's shared one is emptied per test)."""
+    with RedisServer() as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def cluster(_programs: str, redis_module: Any, _provider_server: ScriptedProvider,
+def cluster(_programs: str, redis_module: RedisServer, _provider_server: ScriptedProvider,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """One cluster for the tests that do not break it."""
     with start_cluster(tmp_path_factory.mktemp("cluster"), _provider_server,
@@ -96,10 +97,10 @@ def cluster(_programs: str, redis_module: Any, _provider_server: ScriptedProvide
 
 
 @pytest.fixture
-def own_cluster(_programs: str, redis_url: str, provider: ScriptedProvider,
+def own_cluster(_programs: str, redis_server: RedisServer, provider: ScriptedProvider,
                 tmp_path: Path) -> Iterator[Cluster]:
-    """A cluster of its own, for a test that kills part of it."""
-    with start_cluster(tmp_path, provider, redis_url) as c:
+    """A cluster (and a Redis) of its own, for a test that kills part of it."""
+    with start_cluster(tmp_path, provider, redis_server.url) as c:
         yield c
 
 
@@ -175,7 +176,8 @@ async def test_round_robin_serves_both_eras(cluster: Cluster, provider: Scripted
         assert data["status"] == "completed" and data["final_answer"] == final_for(task)
         assert progress and progress[-1] == "finished: completed", progress
         # Consecutive requests went to every replica, with no stickiness.
-        assert set(c.replicas_for("tools/list")) == {"r1", "r2", "r3"}, c.served
+        assert set(c.replicas_for("tools/list")) == {"r1", "r2", "r3"}, (c.served,
+                                                                         cluster.stderr())
         assert set(c.served_by) == {"r1", "r2", "r3"}
         await check_record(c, data["run_id"], task)
 
@@ -334,7 +336,7 @@ async def test_replica_killed_while_task_client_polls(own_cluster: Cluster,
 
 
 async def test_redis_restarted_mid_run(own_cluster: Cluster, provider: ScriptedProvider,
-                                       redis_server: Any) -> None:
+                                       redis_server: RedisServer) -> None:
     """Redis goes away and comes back (same data: append-only file) while two runs are live:
     each ends truthfully (completed with its own answer, or interrupted/failed saying so),
     nothing stays `running`, and the store holds exactly the two runs."""
