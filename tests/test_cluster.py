@@ -163,10 +163,11 @@ async def test_round_robin_serves_both_eras(cluster: Cluster, provider: Scripted
                                                      else "2026-07-28")
         for _ in range(3):
             await c.client.list_tools()
-        progress: list[str] = []
+        messages: list[str] = []
 
-        async def on_progress(value: float, total: float | None, msg: str | None) -> None:
-            progress.append(msg or "")
+        async def on_progress(progress: float, total: float | None,
+                              message: str | None) -> None:
+            messages.append(message or "")
 
         task = f"round robin {mode}"
         r = await c.client.call_tool("run_consensus", {"task": task},
@@ -174,7 +175,7 @@ async def test_round_robin_serves_both_eras(cluster: Cluster, provider: Scripted
         assert not r.is_error, r.content
         data = r.structured_content or {}
         assert data["status"] == "completed" and data["final_answer"] == final_for(task)
-        assert progress and progress[-1] == "finished: completed", progress
+        assert messages and messages[-1] == "finished: completed", messages
         # Consecutive requests went to every replica, with no stickiness.
         assert set(c.replicas_for("tools/list")) == {"r1", "r2", "r3"}, (c.served,
                                                                          cluster.stderr())
@@ -365,5 +366,6 @@ async def test_redis_restarted_mid_run(own_cluster: Cluster, provider: ScriptedP
         gate.open()
 
 
-async def _ignore_progress(value: float, total: float | None, msg: str | None) -> None:
+async def _ignore_progress(progress: float, total: float | None,
+                           message: str | None) -> None:
     return None
