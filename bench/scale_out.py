@@ -92,6 +92,9 @@ def _measure(side: Side, url: str, provider: ProviderProcess, args: argparse.Nam
              redis: Any = None) -> None:
     """Warm up, the serial runs at L = 0, then the burst at --latency."""
     anyio.run(_first_call, url, args.timeout)
+    # Every process imports the provider SDKs on its first run: a small burst warms them all
+    # (haproxy spreads it over the replicas, the queue over the workers).
+    anyio.run(_drive, url, 4 * len(side.pids), 0, args.timeout)
     provider.latency = 0.0
     stats0 = _redis_stats(redis)
     cpu0 = _cpu(side.pids)
@@ -134,15 +137,18 @@ def cluster(tmp: Path, team: Path, provider: ProviderProcess,
     from redis_server import RedisServer
 
     side = Side(f"haproxy + {args.replicas} replicas + {args.workers} workers + Redis")
-    with RedisServer(tmp / "redis") as redis, \
-            Cluster(tmp / "cluster", team, redis.url, replicas=args.replicas,
+    import redis as redis_py
+
+    (tmp / "cluster").mkdir()
+    with RedisServer() as server, \
+            Cluster(tmp / "cluster", team, server.url, replicas=args.replicas,
                     workers=args.workers) as c:
         side.pids = {r.name: r.proc.pid for r in c.replicas if r.proc}
         side.pids |= {w.name: w.pid for w in c.workers}
-        side.pids["redis"] = redis.pid
-        assert c.proxy is not None
+        assert server.proc is not None and c.proxy is not None
+        side.pids["redis"] = server.proc.pid
         side.pids["haproxy"] = c.proxy.proc.pid
-        _measure(side, c.url, provider, args, redis)
+        _measure(side, c.url, provider, args, redis_py.Redis.from_url(server.url))
     return side
 
 

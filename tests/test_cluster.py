@@ -151,6 +151,19 @@ async def runs_for(c: ClusterClient, tasks: list[str]) -> dict[str, list[str]]:
     return {t: [r["run_id"] for r in runs if r["task"] == t] for t in tasks}
 
 
+def runs_in_redis(url: str) -> int:
+    """How many runs the store holds (its index of run ids, read from Redis itself)."""
+    import redis
+
+    from massgen_mcp.runs.redis_store import RUNS
+
+    client = redis.Redis.from_url(url)
+    try:
+        return int(client.zcard(RUNS))
+    finally:
+        client.close()
+
+
 # ---------------------------------------------------------------------------- both eras
 
 
@@ -301,6 +314,7 @@ async def test_replica_killed_while_client_waits(own_cluster: Cluster,
             assert data["final_answer"] == final_for(task)
             await check_record(c, found[0], task)
             assert victim not in c.served_by[-3:]
+            assert own_cluster.store and runs_in_redis(own_cluster.store) == 1
     finally:
         gate.open()
 
@@ -332,6 +346,7 @@ async def test_replica_killed_while_task_client_polls(own_cluster: Cluster,
             run_id = (r.structured_content or {})["run_id"]
             await check_record(c, run_id, task)
             assert len((await runs_for(c, [task]))[task]) == 1
+            assert own_cluster.store and runs_in_redis(own_cluster.store) == 1
     finally:
         gate.open()
 
@@ -362,6 +377,7 @@ async def test_redis_restarted_mid_run(own_cluster: Cluster, provider: ScriptedP
                 await check_record(c, run_id, task)
             found = await runs_for(c, tasks)
             assert {t: len(v) for t, v in found.items()} == {t: 1 for t in tasks}, found
+            assert runs_in_redis(redis_server.url) == len(tasks)
     finally:
         gate.open()
 
