@@ -9,6 +9,9 @@ Keys (prefix `massgen:`), all JSON text written through the run's `Redactor`:
     run:<id>:lease    who executes it (holder id), with a TTL its holder keeps renewing
     run:<id>:cancel   set when someone asked the run to stop
     runs              a sorted set of run ids by creation time (newest first for list_runs)
+    task:<sha256>     a task pointer (server/tasks.py): the run a task id stands for
+    usage:<provider>  a hash of counters (runs, provider_calls, tokens, cost_usd), added to
+                      once per run when its final record is written
 
 Liveness is the lease: a `running` run whose lease is gone reads `interrupted` with the
 state it had reached, and the first reader to notice writes that as its final record (the
@@ -29,172 +32,27 @@ import logging
 import os
 import secrets
 import socket
-import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import ConfigError, RunNotFoundError
-from massgen_mcp.paths import runs_dir
 from massgen_mcp.redaction import Redactor
-from massgen_mcp.runs.store import RUN_FINISHED, check_run_id
+from massgen_mcp.runs.redis_record import PREFIX, RUNS, RedisRecord, _Leases, key
+from massgen_mcp.runs.store import RUN_FINISHED, check_digest, check_run_id
 from massgen_mcp.runs.store_url import masked_url, scrub
+from massgen_mcp.runs.store_usage import tidy, usage_of
 
 log = logging.getLogger(__name__)
 
-PREFIX = "massgen:"
 LEASE_TTL = 10.0  # seconds without a renewal before a run counts as abandoned
+USAGE = PREFIX + "usage:"
+FOLLOW_BLOCK_MS = 1000  # a follower notices an abandoned run within about this long
+FOLLOW_BATCH = 500
 INTERRUPTED = ("the process running this run stopped before it finished (its lease in Redis "
                "expired); this is the state it had reached")
-# Renews the lease if this holder still has it; takes it back if it lapsed while nobody
-# finalized the run (a pause longer than the TTL); 0 when another holder or a final record
-# has it.
-_RENEW = """
-local v = redis.call('GET', KEYS[1])
-if v == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-if (not v) and redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0
-"""
-
-
-def key(run_id: str, part: str) -> str:
-    return f"{PREFIX}run:{run_id}:{part}"
-
-
-RUNS = PREFIX + "runs"
-
-
-class RedisRecord:
-    """The record of one run in Redis (`RunRecordWriter`)."""
-
-    def __init__(self, store: RedisStore, run_id: str, redactor: Redactor, seq: int = 0):
-        self.store = store
-        self.run_id = run_id
-        self.dir = runs_dir(store.state) / run_id  # workspaces and logs stay on this machine
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.redact = redactor
-        self._seq = seq
-        self._final: dict[str, Any] | None = None
-        self._closed = False
-        self._failed = False
-        self.cancel_flag = False  # kept current by the lease thread
-        self.lease_lost = False
-
-    def _write(self, what: str, op: Any) -> Any:
-        import redis
-
-        try:
-            return op()
-        except redis.RedisError as e:
-            if not self._failed:
-                self._failed = True
-                log.warning("run %s: writing its %s to %s failed (%s); the run goes on, its "
-                            "record in Redis is incomplete", self.run_id, what,
-                            self.store.shown, scrub(self.store.url, str(e)))
-            return None
-
-    def event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        self._seq += 1
-        line = {"seq": self._seq, "ts": round(time.time(), 3), "kind": kind, **data}
-        if self._closed:
-            return line
-        if kind == RUN_FINISHED:
-            # Held back until the final record is written: a follower that sees it can
-            # read the result.
-            self._final = line
-            return line
-        text = self.redact.json(line)
-        self._write("events", lambda: self.store.client.xadd(
-            key(self.run_id, "events"), {"seq": line["seq"], "event": text}))
-        return line
-
-    def clean(self, result: RunResult) -> RunResult:
-        return RunResult.model_validate(self.redact.value(result.model_dump(mode="json")))
-
-    def status(self, result: RunResult) -> None:
-        if self._closed:
-            return
-        text = self.redact.json(result.model_dump(mode="json"))
-        self._write("status", lambda: self.store.client.set(key(self.run_id, "status"), text))
-
-    def finish(self, result: RunResult) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self.store.leases.release(self)
-        final = self._final
-        if final is None or final["seq"] != self._seq:
-            self._seq += 1
-            final = {**(final or {"kind": RUN_FINISHED, "status": result.status}),
-                     "seq": self._seq, "ts": round(time.time(), 3)}
-        text = self.redact.json(result.model_dump(mode="json"))
-        if not self.store.finalize(self.run_id, text, self.redact.json(final), final["seq"],
-                                   holder=self.store.holder, write=self._write):
-            log.warning("run %s was already finalized by another process (its lease had "
-                        "expired); this process's result was not recorded", self.run_id)
-
-    def cancel_requested(self) -> bool:
-        """Has any process asked this run to stop? (Polled by the lease thread, ≤ 1 s old.)"""
-        return self.cancel_flag
-
-
-class _Leases:
-    """One thread per store renews the leases of the runs this process executes and polls
-    their cancel flags, in one pipeline per tick."""
-
-    def __init__(self, store: RedisStore) -> None:
-        self.store = store
-        self.held: dict[str, RedisRecord] = {}
-        self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
-        self.interval = min(1.0, store.lease_ttl / 3)
-        self.renew = store.client.register_script(_RENEW)
-
-    def hold(self, record: RedisRecord) -> None:
-        ms = int(self.store.lease_ttl * 1000)
-        record._write("lease", lambda: self.store.client.set(
-            key(record.run_id, "lease"), self.store.holder, px=ms))
-        with self.lock:
-            self.held[record.run_id] = record
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._loop, name="massgen-leases",
-                                               daemon=True)
-                self.thread.start()
-
-    def release(self, record: RedisRecord) -> None:
-        with self.lock:
-            if self.held.get(record.run_id) is record:
-                del self.held[record.run_id]
-
-    def _loop(self) -> None:
-        import redis
-
-        stop = threading.Event()
-        while not stop.wait(self.interval):
-            with self.lock:
-                records = list(self.held.values())
-                if not records:
-                    self.thread = None
-                    return
-            ms = int(self.store.lease_ttl * 1000)
-            try:
-                pipe = self.store.client.pipeline(transaction=False)
-                for r in records:
-                    self.renew(keys=[key(r.run_id, "lease"), key(r.run_id, "result")],
-                               args=[self.store.holder, ms], client=pipe)
-                    pipe.exists(key(r.run_id, "cancel"))
-                replies = pipe.execute()
-            except redis.RedisError as e:
-                log.warning("renewing run leases in %s failed: %s", self.store.shown,
-                            scrub(self.store.url, str(e)))
-                continue
-            for i, r in enumerate(records):
-                r.lease_lost = not replies[2 * i]
-                r.cancel_flag = r.cancel_flag or bool(replies[2 * i + 1])
 
 
 class RedisStore:
@@ -211,6 +69,7 @@ class RedisStore:
         self.shown = masked_url(url)
         self.state = state
         self.lease_ttl = lease_ttl
+        self.connect_timeout, self.timeout = connect_timeout, timeout
         try:
             # Any: redis-py types replies as bytes | str; decode_responses=True makes them str
             self.client: Any = redis.Redis.from_url(
@@ -248,22 +107,34 @@ class RedisStore:
         self.leases.hold(record)
         return record
 
-    def finalize(self, run_id: str, result: str, final_event: str, seq: int, *,
-                 holder: str | None, write: Any) -> bool:
+    def finalize(self, run_id: str, result: RunResult, text: str, final_event: str,
+                 seq: int, *, write: Any) -> bool:
         """Write a run's final record once: the result (SET NX), its status, the final
-        event, and drop its lease. False when another process finalized it first."""
-        written = write("result", lambda: self.client.set(key(run_id, "result"), result,
+        event, its usage into the counters, and drop its lease. False when another process
+        finalized it first."""
+        written = write("result", lambda: self.client.set(key(run_id, "result"), text,
                                                            nx=True))
         if not written:
             return written is None  # None: Redis failed (logged), not a lost race
         pipe = self.client.pipeline(transaction=True)
-        pipe.set(key(run_id, "status"), result)
+        pipe.set(key(run_id, "status"), text)
+        for provider, row in usage_of(result).items():
+            for name, value in row.items():
+                if name == "cost_usd":
+                    if value:
+                        pipe.hincrbyfloat(USAGE + provider, name, value)
+                else:
+                    pipe.hincrby(USAGE + provider, name, int(value))
         pipe.xadd(key(run_id, "events"), {"seq": seq, "event": final_event})
         pipe.delete(key(run_id, "lease"), key(run_id, "cancel"))
         write("final record", pipe.execute)
         return True
 
     # ------------------------------------------------------------------ reading
+
+    @property
+    def location(self) -> str:
+        return self.shown
 
     def exists(self, run_id: str) -> bool:
         return bool(self.client.exists(key(check_run_id(run_id), "meta"),
@@ -315,7 +186,7 @@ class RedisStore:
         def write(_what: str, op: Any) -> Any:
             return op()
 
-        if self.finalize(run_id, text, json.dumps(final), seq, holder=None, write=write):
+        if self.finalize(run_id, result, text, json.dumps(final), seq, write=write):
             return result
         return _result(self.client.get(key(run_id, "result")) or text, run_id)
 
@@ -338,6 +209,62 @@ class RedisStore:
             return False
         self.client.set(key(run_id, "cancel"), "1", ex=max(60, int(self.lease_ttl * 6)))
         return True
+
+
+    async def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """XREAD BLOCK on the run's stream (see `RunRecords.follow`); between blocks, a run
+        that reads as no longer running (its lease gone: finalized now) ends it too."""
+        import redis.asyncio
+
+        if not self.exists(run_id):
+            raise RunNotFoundError(f"no run '{run_id}' in {self.shown}")
+        stream, last = key(run_id, "events"), "0-0"
+        client: Any = redis.asyncio.Redis.from_url(
+            self.url, decode_responses=True, socket_connect_timeout=self.connect_timeout,
+            socket_timeout=FOLLOW_BLOCK_MS / 1000 + self.timeout)
+        try:
+            over = False
+            while True:
+                replies = await client.xread({stream: last}, count=FOLLOW_BATCH,
+                                             block=None if over else FOLLOW_BLOCK_MS)
+                entries = replies[0][1] if replies else []
+                for entry_id, fields in entries:
+                    last = entry_id
+                    event = _event(fields)
+                    if event is None or not isinstance(event.get("seq"), int):
+                        continue
+                    if event["seq"] > after_seq:
+                        after_seq = event["seq"]
+                        yield event
+                    if event.get("kind") == RUN_FINISHED:
+                        return  # only the final record's event is in the stream
+                if over and not entries:
+                    return
+                if not entries and not over:
+                    # Nothing for a while: is anyone still running it? (load() finalizes
+                    # an abandoned run, whose final event the next read then gets.)
+                    over = self.load(run_id).status != "running"
+        finally:
+            await client.aclose()
+
+    def put_task(self, digest: str, pointer: dict[str, Any]) -> None:
+        self.client.set(f"{PREFIX}task:{check_digest(digest)}", json.dumps(pointer))
+
+    def task_pointer(self, digest: str) -> dict[str, Any] | None:
+        text = self.client.get(f"{PREFIX}task:{check_digest(digest)}")
+        try:
+            data = json.loads(text) if text else None
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    def usage(self) -> dict[str, dict[str, float]]:
+        names = sorted(self.client.scan_iter(match=USAGE + "*", count=500))
+        pipe = self.client.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(name)
+        return tidy({name[len(USAGE):]: row for name, row in zip(names, pipe.execute(),
+                                                                   strict=True)})
 
 
 def _json(text: str, run_id: str, what: str) -> Any:

@@ -1,9 +1,11 @@
 """Run records: one interface (`RunRecords`, `RunRecordWriter`), files by default.
 
-`RunStore` keeps them on disk: `<state>/runs/<run_id>/{events.jsonl,status.json,result.json}`.
-Every write is redacted (no API key reaches a file) and the JSON files are replaced
-atomically, so a reader never sees half a file. A run that was live in a process that
-has since died is reported `interrupted`, never lost.
+`RunStore` keeps them on disk: `<state>/runs/<run_id>/{meta.json,events.jsonl,status.json,
+result.json}`. Every write is redacted (no API key reaches a file) and the JSON files are
+replaced atomically, so a reader never sees half a file. A run that was live in a process
+that has since died is reported `interrupted`, never lost. `RedisStore` (redis_store.py)
+implements the same interface for several processes; everything that reads runs (get_run,
+list_runs, resources, tasks, the viewer, export) goes through it.
 """
 
 from __future__ import annotations
@@ -14,16 +16,23 @@ import os
 import re
 import secrets
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Protocol
+
+import anyio
 
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import InputError, RunNotFoundError
 from massgen_mcp.paths import runs_dir, write_atomic
 from massgen_mcp.redaction import Redactor
+from massgen_mcp.runs.store_usage import add_file_usage, read_file_usage
 
-#: The kind of a run's last event: once a follower sees it, the run's final record is there.
+#: The kind of a run's last event (the orchestrator's, or the one written when an abandoned
+#: run is finalized as interrupted).
 RUN_FINISHED = "run_finished"
+#: How often a file-store follower looks for new lines (the Redis store blocks on its stream).
+FOLLOW_POLL_SECONDS = 0.2
 
 
 class RunRecordWriter(Protocol):
@@ -47,7 +56,13 @@ class RunRecordWriter(Protocol):
         ...
 
     def finish(self, result: RunResult) -> None:
-        """Record the final result; nothing is written after it."""
+        """Record the final result (and add its usage to the store's counters); nothing is
+        written after it."""
+        ...
+
+    def cancel_requested(self) -> bool:
+        """Has any process asked this run to stop (`RunRecords.request_cancel`)? Cheap
+        enough to poll every second."""
         ...
 
 
@@ -72,8 +87,54 @@ class RunRecords(Protocol):
         """A run's events, in order."""
         ...
 
+    @property
+    def location(self) -> str:
+        """Where the records are, for messages: a directory, or a URL without its password."""
+        ...
+
+    def meta(self, run_id: str) -> dict[str, Any]:
+        """The run's meta (task, team, mode, agents, title); `RunNotFoundError` if none."""
+        ...
+
+    def exists(self, run_id: str) -> bool:
+        ...
+
+    def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """The run's events after `after_seq`, waiting for new ones; ends once the run's
+        final record is written, or when the run reads as no longer running."""
+        ...
+
+    def attach(self, run_id: str, redactor: Redactor) -> RunRecordWriter:
+        """Continue the record of a run opened by another process (its `seq` goes on)."""
+        ...
+
+    def request_cancel(self, run_id: str) -> bool:
+        """Ask the run to stop wherever it executes; False when it is not running."""
+        ...
+
+    def put_task(self, digest: str, pointer: dict[str, Any]) -> None:
+        """Keep a task pointer (server/tasks.py: the SHA-256 of a task id -> its run)."""
+        ...
+
+    def task_pointer(self, digest: str) -> dict[str, Any] | None:
+        ...
+
+    def usage(self) -> dict[str, dict[str, float]]:
+        """Per-provider counters of every finished run on this store, all processes."""
+        ...
+
 
 _RUN_ID = re.compile(r"^run_[0-9]{8}T[0-9]{6}Z_[0-9a-f]{6}$")
+
+
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+
+def check_digest(digest: str) -> str:
+    """A task pointer's name is a SHA-256 hex digest, never a path."""
+    if not _DIGEST.match(digest):
+        raise InputError("a task pointer is named by a SHA-256 hex digest")
+    return digest
 
 
 def new_run_id() -> str:
@@ -118,14 +179,17 @@ def _owner_alive(owner: dict[str, Any]) -> bool:
 class RunRecord:
     """The files of one run. Use `event()` as the orchestrator's event sink."""
 
-    def __init__(self, state: Path, run_id: str, redactor: Redactor, meta: dict[str, Any]):
+    def __init__(self, state: Path, run_id: str, redactor: Redactor,
+                 meta: dict[str, Any] | None, seq: int = 0):
         self.run_id = run_id
+        self.state = state
         self.dir = runs_dir(state) / run_id
         self.dir.mkdir(parents=True, exist_ok=True)
         self.redact = redactor
-        self._seq = 0
+        self._seq = seq
         self._events = (self.dir / "events.jsonl").open("a", encoding="utf-8")
-        write_atomic(self.dir / "meta.json", redactor.json({**meta, "run_id": run_id}))
+        if meta is not None:  # None: attached to a run another process opened
+            write_atomic(self.dir / "meta.json", redactor.json({**meta, "run_id": run_id}))
 
     def event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         self._seq += 1
@@ -148,8 +212,12 @@ class RunRecord:
             text = self.redact.json(result.model_dump(mode="json"))
             write_atomic(self.dir / "result.json", text)
             write_atomic(self.dir / "status.json", text)
+            add_file_usage(self.state, result)
         finally:
             self._events.close()
+
+    def cancel_requested(self) -> bool:
+        return (self.dir / "cancel").exists()
 
 
 class RunStore:
@@ -162,8 +230,94 @@ class RunStore:
     def root(self) -> Path:
         return runs_dir(self.state)
 
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
     def open(self, run_id: str, redactor: Redactor, meta: dict[str, Any]) -> RunRecord:
         return RunRecord(self.state, run_id, redactor, meta)
+
+    def attach(self, run_id: str, redactor: Redactor) -> RunRecord:
+        if not self.exists(run_id):
+            raise RunNotFoundError(f"no run '{run_id}' in {self.root}")
+        seq = max((e["seq"] for e in self.events(run_id) if isinstance(e.get("seq"), int)),
+                  default=0)
+        return RunRecord(self.state, run_id, redactor, None, seq=seq)
+
+    def exists(self, run_id: str) -> bool:
+        return (self.root / check_run_id(run_id)).is_dir()
+
+    def meta(self, run_id: str) -> dict[str, Any]:
+        path = self.root / check_run_id(run_id) / "meta.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RunNotFoundError(f"no run '{run_id}' in {self.root}; list_runs shows the "
+                                   "recent ones") from None
+        except (OSError, ValueError) as e:
+            raise RunNotFoundError(f"run {run_id}: meta.json is unreadable ({e})") from None
+        if not isinstance(data, dict):
+            raise RunNotFoundError(f"run {run_id}: meta.json is not an object")
+        return data
+
+    def _running(self, run_id: str) -> bool:
+        try:
+            return self.load(run_id).status == "running"  # a dead owner reads interrupted
+        except (RunNotFoundError, ValueError):
+            return False
+
+    async def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """Tail events.jsonl (see `RunRecords.follow`): the file store's one tail."""
+        path = self.root / check_run_id(run_id) / "events.jsonl"
+        if not self.exists(run_id):
+            raise RunNotFoundError(f"no run '{run_id}' in {self.root}")
+        pos, rest = 0, b""
+        while True:
+            # Whether the run was over is read before the file: no line written before the
+            # end is missed.
+            over = (path.parent / "result.json").exists() or not self._running(run_id)
+            try:
+                with path.open("rb") as f:
+                    f.seek(pos)
+                    chunk = f.read()
+            except FileNotFoundError:
+                chunk = b""
+            pos += len(chunk)
+            *lines, rest = (rest + chunk).split(b"\n")
+            for raw in lines:
+                try:
+                    line = json.loads(raw)
+                except ValueError:
+                    continue
+                seq = line.get("seq") if isinstance(line, dict) else None
+                if isinstance(seq, int) and seq > after_seq:
+                    after_seq = seq
+                    yield line
+            if over:
+                return
+            await anyio.sleep(FOLLOW_POLL_SECONDS)
+
+    def request_cancel(self, run_id: str) -> bool:
+        if not self._running(run_id) or (self.root / run_id / "result.json").exists():
+            return False
+        write_atomic(self.root / run_id / "cancel", "1")
+        return True
+
+    def put_task(self, digest: str, pointer: dict[str, Any]) -> None:
+        path = self.state / "tasks" / f"{check_digest(digest)}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(pointer))
+
+    def task_pointer(self, digest: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads((self.state / "tasks" / f"{check_digest(digest)}.json")
+                              .read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def usage(self) -> dict[str, dict[str, float]]:
+        return read_file_usage(self.state)
 
     def load(self, run_id: str) -> RunResult:
         d = self.root / check_run_id(run_id)

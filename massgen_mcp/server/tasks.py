@@ -9,20 +9,20 @@ the tool's result), stops it with `tasks/cancel` (the run is cancelled; its best
 kept) and may send `tasks/update` (acknowledged; these tools never ask for input).
 
 The task store is the run store: a task id is an unguessable capability whose SHA-256 names
-a pointer file (`<state>/tasks/<sha256>.json`, holding the run id) next to the runs; the
-status always comes from the run itself. So a task outlives the request that made it and the
-client that sent it, and after a restart a task whose run was interrupted reports `failed`
-with the run's best answer so far. Requests without the extension, and every request on the
-2025-11-25 wire (where the spec forbids a `CreateTaskResult`), take the synchronous path
-unchanged. `notifications/tasks` are not pushed: the spec makes them optional, and polling
-is what every client must do anyway.
+a pointer (holding the run id) kept by the run records (`RunRecords.put_task`: a file
+`<state>/tasks/<sha256>.json`, or a Redis key, so any replica on the same Redis answers
+`tasks/get`); the status always comes from the run itself. So a task outlives the request
+that made it and the client that sent it, and after a restart a task whose run was
+interrupted reports `failed` with the run's best answer so far. Requests without the
+extension, and every request on the 2025-11-25 wire (where the spec forbids a
+`CreateTaskResult`), take the synchronous path unchanged. `notifications/tasks` are not
+pushed: the spec makes them optional, and polling is what every client must do anyway.
 """
 
 from __future__ import annotations
 
 import contextvars
 import hashlib
-import json
 import logging
 import secrets
 import time
@@ -38,7 +38,6 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, Req
 from pydantic import BaseModel, ConfigDict, Field
 
 from massgen_mcp.errors import MassgenError
-from massgen_mcp.paths import write_atomic
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -94,6 +93,11 @@ def _require_declared(ctx: ServerRequestContext[Any, Any]) -> None:
                        message=f"tasks/* needs the {EXTENSION_ID} extension in this "
                                "request's client capabilities",
                        data={"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}})
+
+
+def _digest(task_id: str) -> str:
+    """What names a task's pointer: the id itself (a capability) is never stored."""
+    return hashlib.sha256(task_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _now() -> str:
@@ -205,9 +209,7 @@ class TasksExtension(Extension):
         if task.run_id is not None:
             return
         pointer = {"run_id": run_id, "tool": task.tool, "created_at": task.created_at}
-        path = self._pointer(task.task_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(pointer))
+        self.host.app.engine.store.put_task(_digest(task.task_id), pointer)
         task.run_id = run_id
         self.live[task.task_id] = task
         task.settled.set()
@@ -217,10 +219,6 @@ class TasksExtension(Extension):
             if oldest is None:
                 break
             del self.live[oldest]
-
-    def _pointer(self, task_id: str) -> Any:
-        digest = hashlib.sha256(task_id.encode()).hexdigest()
-        return self.host.app.state / "tasks" / f"{digest}.json"
 
     # ------------------------------------------------------------------ tasks/*
 
@@ -253,12 +251,11 @@ class TasksExtension(Extension):
         task = self.live.get(task_id)
         if task is not None and task.run_id is not None:
             return task, task.run_id, {"tool": task.tool, "created_at": task.created_at}
-        try:
-            pointer = json.loads(self._pointer(task_id).read_text(encoding="utf-8"))
-            return None, str(pointer["run_id"]), pointer
-        except (OSError, ValueError, KeyError, TypeError):
+        pointer = self.host.app.engine.store.task_pointer(_digest(task_id))
+        if pointer is None or not isinstance(pointer.get("run_id"), str):
             raise MCPError(code=INVALID_PARAMS,
-                           message="Failed to retrieve task: Task not found") from None
+                           message="Failed to retrieve task: Task not found")
+        return None, pointer["run_id"], pointer
 
     def detailed(self, task_id: str) -> dict[str, Any]:
         """The `DetailedTask` for `task_id`, from the live call or the run record."""
