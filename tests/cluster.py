@@ -157,9 +157,12 @@ HEALTH_CHECK = (
     '    http-check expect rstring "\\"result\\""')
 
 
-def haproxy_config(port: int, servers: list[tuple[str, int]], admin_socket: Path) -> str:
-    """The haproxy config the tests run (the README shows the same, for a real host)."""
+def haproxy_config(port: int, servers: list[tuple[str, int]], admin_socket: Path,
+                   mcp_ping: bool = True) -> str:
+    """The haproxy config the tests run (the README shows the same, for a real host).
+    `mcp_ping`: health-check with an MCP ping (stateless replicas); else a TCP connect."""
     backends = "\n".join(f"    server {name} 127.0.0.1:{p} check" for name, p in servers)
+    health = f"    option httpchk\n{HEALTH_CHECK}" if mcp_ping else "    # TCP checks"
     return f"""\
 global
     maxconn 4096
@@ -188,8 +191,7 @@ backend replicas
     # Round robin, no stickiness: replicas run --stateless-http and keep runs in Redis, so any
     # replica serves any request of any client (2025-11-25 or 2026-07-28).
     balance roundrobin
-    option httpchk
-{HEALTH_CHECK}
+{health}
     # A busy replica (a loaded host, Python) may take a while to answer a ping: give it 5 s
     # and three misses. A dead one is found at once: a refused connection from real traffic
     # marks it down (observe layer4), and the request is redispatched.
@@ -204,12 +206,12 @@ class Haproxy:
     """Debian's haproxy in the foreground, with its admin socket for server states."""
 
     def __init__(self, dir: Path, servers: list[tuple[str, int]], program: str = "haproxy",
-                 port: int | None = None) -> None:
+                 port: int | None = None, mcp_ping: bool = True) -> None:
         self.dir = dir
         self.port = port or free_port()
         self.socket = dir / "haproxy.sock"
         self.config = dir / "haproxy.cfg"
-        self.config.write_text(haproxy_config(self.port, servers, self.socket))
+        self.config.write_text(haproxy_config(self.port, servers, self.socket, mcp_ping))
         check = subprocess.run([program, "-c", "-f", str(self.config)], capture_output=True,
                                text=True)
         if check.returncode != 0:
@@ -285,6 +287,7 @@ class ClusterClient:
 
     client: Client
     served: list[tuple[str, str]] = field(default_factory=list)  # (JSON-RPC method, replica)
+    sessions: set[str] = field(default_factory=set)  # Mcp-Session-Id values the server sent
 
     @property
     def served_by(self) -> list[str]:
@@ -309,15 +312,18 @@ async def cluster_client(url: str, mode: str = "legacy", **options: Any
     """`mcp.Client` over streamable HTTP at `url`; `mode` as `Client` takes it ("legacy":
     the 2025-11-25 handshake; "2026-07-28": sessionless)."""
     recorded: list[tuple[str, str]] = []
+    sessions: set[str] = set()
 
     async def on_response(response: httpx2.Response) -> None:
         recorded.append((_method_of(response.request), response.headers.get(SERVED_BY, "")))
+        if session := response.headers.get("mcp-session-id"):
+            sessions.add(session)
 
     http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0),
                               event_hooks={"response": [on_response]})
     async with http, Client(streamable_http_client(url, http_client=http), mode=mode,
                             **options) as client:
-        yield ClusterClient(client, recorded)
+        yield ClusterClient(client, recorded, sessions)
 
 
 # ---------------------------------------------------------------------------- the cluster
@@ -327,9 +333,10 @@ class Cluster(AbstractContextManager["Cluster"]):
     """Replicas + workers on one store URL, behind haproxy; everything stopped on exit."""
 
     def __init__(self, dir: Path, team: Path, store: str | None, *, replicas: int = 3,
-                 workers: int = 2, haproxy: str = "haproxy",
+                 workers: int = 2, haproxy: str = "haproxy", stateless: bool = True,
                  replica_args: tuple[str, ...] = (), worker_args: tuple[str, ...] = ()) -> None:
         self.dir, self.team, self.store = dir, team, store
+        self.stateless = stateless
         self.n_replicas, self.n_workers = replicas, workers
         self.haproxy_program = haproxy
         self.replica_args, self.worker_args = replica_args, worker_args
@@ -350,7 +357,7 @@ class Cluster(AbstractContextManager["Cluster"]):
             for i in range(self.n_workers):
                 self.start_worker(f"w{i + 1}")
             self.proxy = Haproxy(self.dir, [(r.name, r.port) for r in self.replicas],
-                                 self.haproxy_program)
+                                 self.haproxy_program, mcp_ping=self.stateless)
             self._stack.callback(self.proxy.stop)
             self.proxy.wait_until(lambda s: len(s) == len(self.replicas)
                                   and all(v == "UP" for v in s.values()))
@@ -373,7 +380,8 @@ class Cluster(AbstractContextManager["Cluster"]):
     def start_replica(self, replica: Replica) -> Proc:
         """(Re)start a replica on its own port, so haproxy's config still names it."""
         cmd = [EXE, "--transport", "streamable-http", "--port", str(replica.port),
-               "--stateless-http", *self._store_args(), "--team", str(self.team),
+               *(["--stateless-http"] if self.stateless else []), *self._store_args(),
+               "--team", str(self.team),
                *self.replica_args]
         replica.proc = Proc(replica.name, cmd, replica.dir, "listening on")
         return replica.proc

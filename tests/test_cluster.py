@@ -193,7 +193,46 @@ async def test_round_robin_serves_both_eras(cluster: Cluster, provider: Scripted
         assert set(c.replicas_for("tools/list")) == {"r1", "r2", "r3"}, (c.served,
                                                                          cluster.stderr())
         assert set(c.served_by) == {"r1", "r2", "r3"}
+        assert not c.sessions  # stateless: no replica holds a session for this client
         await check_record(c, data["run_id"], task)
+
+
+async def test_sessions_without_stateless_http_break_round_robin(
+        _programs: str, provider: ScriptedProvider, tmp_path: Path) -> None:
+    """Why the replicas run --stateless-http: a 2025-11-25 session lives in the replica that
+    opened it, so round robin sends its next request to a replica that never heard of it."""
+    install(provider)
+    team = write_team(tmp_path / "team.yaml", provider, MODELS)
+    with Cluster(tmp_path, team, None, replicas=2, workers=0, stateless=False) as plain:
+        with pytest.raises(Exception) as refused:  # the SDK wraps it (exception groups)
+            async with plain.client("legacy") as c:
+                await c.client.list_tools()
+        assert "session" in _messages(refused.value).lower(), _messages(refused.value)
+
+
+def _messages(error: BaseException) -> str:
+    """The text of an error and of everything in its exception group(s)."""
+    if isinstance(error, BaseExceptionGroup):
+        return " | ".join(_messages(e) for e in error.exceptions)
+    return f"{type(error).__name__}: {error}"
+
+
+def test_readme_haproxy_config_is_valid(_programs: str, tmp_path: Path) -> None:
+    """The haproxy config the README shows passes `haproxy -c` (as the tests' own does)."""
+    import re
+    import subprocess
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme.split("### haproxy\n", 1)[1]
+    config = re.search(r"```\n(global\n.*?)```", section, re.S)
+    assert config, "no haproxy config block under '### haproxy' in README.md"
+    text = config.group(1).replace("/run/haproxy/admin.sock", str(tmp_path / "admin.sock"))
+    (tmp_path / "haproxy.cfg").write_text(text)
+    check = subprocess.run([_programs, "-c", "-f", str(tmp_path / "haproxy.cfg")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    for line in ("balance roundrobin", "option redispatch", "timeout server 1h"):
+        assert line in text
 
 
 async def test_background_run_answered_by_every_replica(cluster: Cluster,
