@@ -71,6 +71,11 @@ class App:
     def state(self) -> Path:
         return self.engine.state
 
+    @property
+    def store(self) -> RunRecords:
+        """The run records (files, or the `--store` Redis): every reader goes through it."""
+        return self.engine.store
+
     # ------------------------------------------------------------------ choosing
 
     async def team_for(

@@ -8,6 +8,7 @@
     massgen-mcp setup [--client ...] [--hooks] [--instructions ...]    register with clients
     massgen-mcp doctor                                                 what can run here
     massgen-mcp view [RUN_ID|latest]  /  report RUN_ID -o run.html     watch or share a run
+    massgen-mcp export RUN_ID [--store URL] [--to DIR]                 a run's record as files
     massgen-mcp eval SUITE [--team ... | --models ...]                 team vs. one model
 
 Every subcommand imports only what it needs: the hook must start in a few dozen ms and
@@ -223,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     from massgen_mcp.cli.view import add_view_parsers
 
     add_view_parsers(sub)
+    from massgen_mcp.cli.export import add_export_parser
+
+    add_export_parser(sub)
     add_eval_parser(sub)
     from massgen_mcp.cli.checkpoint import add_checkpoint_parsers
 
@@ -259,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.cli.view import report_main, view_main
 
             return view_main(args) if command == "view" else report_main(args)
+        if command == "export":
+            from massgen_mcp.cli.export import export_main
+
+            return export_main(args)
         if command == "hook":
             from massgen_mcp.hook.main import main as hook_main
 

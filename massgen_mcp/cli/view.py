@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING
 from massgen_mcp.paths import state_dir
 
 if TYPE_CHECKING:
-    from massgen_mcp.runs.store import RunStore
+    from massgen_mcp.runs.store import RunRecords
+
+STORE_HELP = ("the run records' Redis (redis://HOST:PORT/DB, as the server's --store); "
+              "default: the files in the state directory")
 
 
 def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,6 +28,7 @@ def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     view.add_argument("--no-open", action="store_true", help="do not open a browser")
     view.add_argument("--state-dir", default=None, help="where the runs are (default: "
                                                         "$MASSGEN_MCP_HOME or ./.massgen)")
+    view.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
     report = sub.add_parser("report", help="write one run as a self-contained HTML file",
                             description="Write a run as one HTML file with no scripts and no "
                                         "network fetches, to share or attach to a pull request.")
@@ -32,9 +36,17 @@ def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     report.add_argument("-o", "--output", default=None,
                         help="the file to write (default: RUN_ID.html; '-' for stdout)")
     report.add_argument("--state-dir", default=None, help="where the runs are")
+    report.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
 
 
-def resolve_run(store: RunStore, run_id: str | None) -> str | None:
+def open_records(args: argparse.Namespace) -> RunRecords:
+    """The run records `--store` / `--state-dir` name (a `MassgenError` if unusable)."""
+    from massgen_mcp.runs.store_open import open_store
+
+    return open_store(getattr(args, "store", None), state_dir(args.state_dir))
+
+
+def resolve_run(store: RunRecords, run_id: str | None) -> str | None:
     """`latest` -> the newest run id; a run id is checked; None stays None."""
     from massgen_mcp.errors import MassgenError
     from massgen_mcp.runs.store import check_run_id
@@ -44,12 +56,12 @@ def resolve_run(store: RunStore, run_id: str | None) -> str | None:
     if run_id == "latest":
         ids = store.ids(1)
         if not ids:
-            raise MassgenError(f"there are no runs in {store.root} yet")
+            raise MassgenError(f"there are no runs in {store.location} yet")
         return ids[0]
     check_run_id(run_id)
-    if not (store.root / run_id).is_dir():
-        raise MassgenError(f"no run '{run_id}' in {store.root}; `massgen-mcp view` lists them "
-                           "(or pass --state-dir)")
+    if not store.exists(run_id):
+        raise MassgenError(f"no run '{run_id}' in {store.location}; `massgen-mcp view` lists "
+                           "them (or pass --state-dir / --store)")
     return run_id
 
 
@@ -57,14 +69,13 @@ def report_main(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from massgen_mcp.errors import MassgenError
-    from massgen_mcp.runs.store import RunStore
     from massgen_mcp.runs.view import report_html
 
-    state = state_dir(args.state_dir)
     try:
-        run_id = resolve_run(RunStore(state), args.run_id)
+        store = open_records(args)
+        run_id = resolve_run(store, args.run_id)
         assert run_id is not None
-        text = report_html(state, run_id)
+        text = report_html(store, run_id)
     except MassgenError as e:
         print(f"massgen-mcp report: {e}", file=sys.stderr)
         return 1
@@ -88,12 +99,11 @@ def view_main(args: argparse.Namespace) -> int:
     import uvicorn
 
     from massgen_mcp.errors import MassgenError
-    from massgen_mcp.runs.store import RunStore
     from massgen_mcp.runs.view.web import viewer_app
 
-    state = state_dir(args.state_dir)
     try:
-        run_id = resolve_run(RunStore(state), args.run_id)
+        store = open_records(args)
+        run_id = resolve_run(store, args.run_id)
     except MassgenError as e:
         print(f"massgen-mcp view: {e}", file=sys.stderr)
         return 1
@@ -107,7 +117,7 @@ def view_main(args: argparse.Namespace) -> int:
         return 1
     port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/runs" + (f"/{run_id}" if run_id else "")
-    config = uvicorn.Config(viewer_app(state), log_level="warning", lifespan="off",
+    config = uvicorn.Config(viewer_app(store), log_level="warning", lifespan="off",
                             timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
 
@@ -117,7 +127,7 @@ def view_main(args: argparse.Namespace) -> int:
             while not server.started:
                 await anyio.sleep(0.02)
             # Printed once the socket accepts connections: scripts and tests wait for this.
-            print(f"massgen-mcp view: serving {state} at {url} (Ctrl-C to stop)",
+            print(f"massgen-mcp view: serving {store.location} at {url} (Ctrl-C to stop)",
                   file=sys.stderr, flush=True)
             if not args.no_open:
                 import webbrowser

@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.paths import runs_dir
@@ -16,8 +17,20 @@ from massgen_mcp.redaction import Redactor
 from massgen_mcp.runs.store import RUN_FINISHED
 from massgen_mcp.runs.store_url import scrub
 
-if TYPE_CHECKING:
-    from massgen_mcp.runs.redis_store import RedisStore
+
+class RedisStore(Protocol):
+    """What a record needs of its store (redis_store.py's `RedisStore`)."""
+
+    client: Any
+    url: str
+    shown: str
+    state: Path
+    holder: str
+    lease_ttl: float
+    leases: _Leases
+
+    def finalize(self, run_id: str, result: RunResult, text: str, final_event: str,
+                 seq: int, *, write: Any) -> bool: ...
 
 log = logging.getLogger("massgen_mcp.runs.redis_store")
 

@@ -211,7 +211,8 @@ class RedisStore:
         return True
 
 
-    async def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
+    async def follow(self, run_id: str, after_seq: int = 0, *, idle: float | None = None
+                     ) -> AsyncIterator[dict[str, Any]]:
         """XREAD BLOCK on the run's stream (see `RunRecords.follow`); between blocks, a run
         that reads as no longer running (its lease gone: finalized now) ends it too."""
         import redis.asyncio
@@ -222,6 +223,7 @@ class RedisStore:
         client: Any = redis.asyncio.Redis.from_url(
             self.url, decode_responses=True, socket_connect_timeout=self.connect_timeout,
             socket_timeout=FOLLOW_BLOCK_MS / 1000 + self.timeout)
+        quiet_since = time.monotonic()
         try:
             over = False
             while True:
@@ -235,6 +237,7 @@ class RedisStore:
                         continue
                     if event["seq"] > after_seq:
                         after_seq = event["seq"]
+                        quiet_since = time.monotonic()
                         yield event
                     if event.get("kind") == RUN_FINISHED:
                         return  # only the final record's event is in the stream
@@ -244,6 +247,9 @@ class RedisStore:
                     # Nothing for a while: is anyone still running it? (load() finalizes
                     # an abandoned run, whose final event the next read then gets.)
                     over = self.load(run_id).status != "running"
+                    if idle is not None and time.monotonic() - quiet_since >= idle:
+                        quiet_since = time.monotonic()
+                        yield {}
         finally:
             await client.aclose()
 

@@ -99,9 +99,11 @@ class RunRecords(Protocol):
     def exists(self, run_id: str) -> bool:
         ...
 
-    def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
+    def follow(self, run_id: str, after_seq: int = 0, *, idle: float | None = None
+               ) -> AsyncIterator[dict[str, Any]]:
         """The run's events after `after_seq`, waiting for new ones; ends once the run's
-        final record is written, or when the run reads as no longer running."""
+        final record is written, or when the run reads as no longer running. With `idle`,
+        an empty dict after that many seconds without an event (an SSE keep-alive)."""
         ...
 
     def attach(self, run_id: str, redactor: Redactor) -> RunRecordWriter:
@@ -266,12 +268,14 @@ class RunStore:
         except (RunNotFoundError, ValueError):
             return False
 
-    async def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
+    async def follow(self, run_id: str, after_seq: int = 0, *, idle: float | None = None
+                     ) -> AsyncIterator[dict[str, Any]]:
         """Tail events.jsonl (see `RunRecords.follow`): the file store's one tail."""
         path = self.root / check_run_id(run_id) / "events.jsonl"
         if not self.exists(run_id):
             raise RunNotFoundError(f"no run '{run_id}' in {self.root}")
         pos, rest = 0, b""
+        quiet_since = time.monotonic()
         while True:
             # Whether the run was over is read before the file: no line written before the
             # end is missed.
@@ -292,9 +296,13 @@ class RunStore:
                 seq = line.get("seq") if isinstance(line, dict) else None
                 if isinstance(seq, int) and seq > after_seq:
                     after_seq = seq
+                    quiet_since = time.monotonic()
                     yield line
             if over:
                 return
+            if idle is not None and time.monotonic() - quiet_since >= idle:
+                quiet_since = time.monotonic()
+                yield {}
             await anyio.sleep(FOLLOW_POLL_SECONDS)
 
     def request_cancel(self, run_id: str) -> bool:

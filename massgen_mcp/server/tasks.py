@@ -209,7 +209,7 @@ class TasksExtension(Extension):
         if task.run_id is not None:
             return
         pointer = {"run_id": run_id, "tool": task.tool, "created_at": task.created_at}
-        self.host.app.engine.store.put_task(_digest(task.task_id), pointer)
+        self.host.app.store.put_task(_digest(task.task_id), pointer)
         task.run_id = run_id
         self.live[task.task_id] = task
         task.settled.set()
@@ -251,7 +251,7 @@ class TasksExtension(Extension):
         task = self.live.get(task_id)
         if task is not None and task.run_id is not None:
             return task, task.run_id, {"tool": task.tool, "created_at": task.created_at}
-        pointer = self.host.app.engine.store.task_pointer(_digest(task_id))
+        pointer = self.host.app.store.task_pointer(_digest(task_id))
         if pointer is None or not isinstance(pointer.get("run_id"), str):
             raise MCPError(code=INVALID_PARAMS,
                            message="Failed to retrieve task: Task not found")

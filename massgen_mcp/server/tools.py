@@ -243,7 +243,7 @@ def register_resources(mcp: MCPServer, app: App) -> None:
 
         try:
             live = app.live_run(run_id)
-            view = load_run_view(app.state, run_id, live.snapshot() if live else None)
+            view = load_run_view(app.store, run_id, live.snapshot() if live else None)
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None
         state = "live" if view.live else "done"

@@ -9,6 +9,10 @@ for `massgen-mcp view` and the HTTP transport; `report_html` is the self-contain
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from massgen_mcp.runs.store import RunRecords
 
 _served_at: str | None = None  # the viewer's base URL when this process serves it
 
@@ -26,8 +30,9 @@ def view_hint(run_id: str) -> str:
     return f"— Watch: massgen-mcp view {run_id} · share: massgen-mcp report {run_id}"
 
 
-def report_html(state: Path, run_id: str) -> str:
-    """The run as one self-contained HTML file: no script, no network fetch."""
+def report_html(state: Path | RunRecords, run_id: str) -> str:
+    """The run as one self-contained HTML file: no script, no network fetch. `state`: the
+    run records, or a state directory (its files)."""
     from massgen_mcp.runs.view.model import load_run_view
     from massgen_mcp.runs.view.page import run_page
 

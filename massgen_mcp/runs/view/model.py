@@ -1,13 +1,13 @@
-"""What the run page shows, read from a run's files (meta.json, status/result.json, events).
+"""What the run page shows, read through the run records (`RunRecords`: the files, or Redis):
+its meta, its status or result, its events.
 
 The events give the story (every answer version, restarts, every vote with its reason, who
 is working now); status.json or result.json give the numbers (usage, tally, winner, final
-answer). A run live in another process is read the same way: its files are kept current.
+answer). A run live in another process is read the same way: its record is kept current.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import Any
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import RunNotFoundError
 from massgen_mcp.runs.progress import describe_event
-from massgen_mcp.runs.store import RunStore, check_run_id
+from massgen_mcp.runs.store import RunRecords, RunStore, check_run_id
 
 #: What an agent is doing, from its latest event; the first ones count as "working now".
 BUSY = {"thinking": "thinking", "tool": "using a tool", "restarting": "looking again",
@@ -115,13 +115,18 @@ class RunView:
         return next((a for a in self.agents if a.agent_id == agent_id), None)
 
 
-def load_run_view(state: Path, run_id: str, snapshot: RunResult | None = None) -> RunView:
-    """The view of one run. `snapshot` is the live state when the run runs in this process."""
-    store = RunStore(state)
-    run_dir = store.root / check_run_id(run_id)
-    if not run_dir.is_dir():
-        raise RunNotFoundError(f"no run '{run_id}' in {store.root}; /runs lists the recent ones")
-    meta = _read_json(run_dir / "meta.json")
+def load_run_view(records: RunRecords | Path, run_id: str,
+                  snapshot: RunResult | None = None) -> RunView:
+    """The view of one run, read through the run records (a state directory: its files).
+    `snapshot` is the live state when the run runs in this process."""
+    store = RunStore(records) if isinstance(records, Path) else records
+    if not store.exists(check_run_id(run_id)):
+        raise RunNotFoundError(f"no run '{run_id}' in {store.location}; /runs lists the "
+                               "recent ones")
+    try:
+        meta = store.meta(run_id)
+    except RunNotFoundError:
+        meta = {}
     result = snapshot or store.load(run_id)
     data = result.model_dump(mode="json")
     try:
@@ -162,14 +167,6 @@ def find_cost(obj: Any) -> float | None:
         if "cost" in key and isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
     return find_cost(obj.get("usage")) if isinstance(obj.get("usage"), dict) else None
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _agents(meta: dict[str, Any], events: list[dict[str, Any]],

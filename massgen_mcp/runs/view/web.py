@@ -13,20 +13,18 @@ import hmac
 import json
 import re
 import secrets
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
-import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from massgen_mcp.errors import MassgenError
-from massgen_mcp.runs.store import RunStore, check_run_id
+from massgen_mcp.runs.store import RunRecords, RunStore, check_run_id
 from massgen_mcp.runs.view.model import find_cost, load_run_view
 from massgen_mcp.runs.view.page import RunRow, error_page, run_main, run_page, runs_page
 from massgen_mcp.urls import LOOPBACK_NAMES, host_allowed, origin_allowed, served_names
@@ -36,24 +34,25 @@ if TYPE_CHECKING:
 
 
 class LiveRuns(Protocol):
-    """Where the viewer finds the runs live in this process (the `App`, or an `Engine`)."""
+    """Where the viewer finds the runs live in this process (an `Engine`)."""
 
     @property
-    def state(self) -> Path: ...
+    def store(self) -> RunRecords: ...
 
     def live_run(self, run_id: str) -> LiveRun | None: ...
 
 LATEST = "latest"  # /runs/latest: the newest run, as `massgen-mcp view latest`
-POLL_SECONDS = 0.2  # how often a live event stream looks for new lines in events.jsonl
 HEARTBEAT_SECONDS = 15.0
 LIST_LIMIT = 200
 _COOKIE = "massgen_view"
 
 
-def viewer_app(state: Path, *, engine: LiveRuns | None = None, token: str | None = None,
-               hosts: frozenset[str] = LOOPBACK_NAMES, base: str = "/runs") -> Any:
-    """The viewer's ASGI app. `engine`: runs live in this process are read from it."""
-    store = RunStore(state)
+def viewer_app(records: RunRecords | Path, *, engine: LiveRuns | None = None,
+               token: str | None = None, hosts: frozenset[str] = LOOPBACK_NAMES,
+               base: str = "/runs") -> Any:
+    """The viewer's ASGI app over a store's runs (a state directory: its files). `engine`:
+    runs live in this process are read from it."""
+    store = RunStore(records) if isinstance(records, Path) else records
     cookie_value = (hashlib.sha256(b"massgen-view\0" + token.encode()).hexdigest()
                     if token else "")
 
@@ -94,7 +93,7 @@ def viewer_app(state: Path, *, engine: LiveRuns | None = None, token: str | None
     def view_of(run_id: str) -> Any:
         live = engine.live_run(run_id) if engine else None
         snapshot = live.snapshot() if live else None
-        return load_run_view(state, run_id, snapshot)
+        return load_run_view(store, run_id, snapshot)
 
     async def runs(request: Request) -> Response:
         if (denied := refused(request)) is not None:
@@ -110,7 +109,7 @@ def viewer_app(state: Path, *, engine: LiveRuns | None = None, token: str | None
             # a newer one starts; reloading /runs/latest finds the newest again.
             newest = store.ids(1)
             if not newest:
-                message = f"there are no runs in {store.root} yet"
+                message = f"there are no runs in {store.location} yet"
                 return html(lambda nonce: error_page(message, base=base, nonce=nonce), 404)
             query = f"?{request.url.query}" if request.url.query else ""
             return RedirectResponse(f"{base}/{newest[0]}{query}", 307)
@@ -130,14 +129,14 @@ def viewer_app(state: Path, *, engine: LiveRuns | None = None, token: str | None
             run_id = check_run_id(request.path_params["run_id"])
         except MassgenError as e:
             return Response(str(e), 404)
-        if not (store.root / run_id).is_dir():
+        if not store.exists(run_id):
             return Response(f"no run '{run_id}'", 404)
         after = _event_id(request.headers.get("last-event-id")
                           or request.query_params.get("after") or "0")
         if after is None:
             return Response("Last-Event-ID / after must be an event number (0 or more)", 400)
         return StreamingResponse(
-            _stream(store, run_id, after, engine),
+            _stream(store, run_id, after),
             media_type="text/event-stream",
             headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
@@ -165,15 +164,15 @@ def _event_id(text: str) -> int | None:
     return int(text) if _EVENT_ID.fullmatch(text) else None
 
 
-def _row(store: RunStore, run_id: str) -> RunRow | None:
+def _row(store: RunRecords, run_id: str) -> RunRow | None:
     try:
         r = store.load(run_id)
     except (MassgenError, ValueError):
         return None
     try:
-        meta = json.loads((store.root / run_id / "meta.json").read_text())
+        meta = store.meta(run_id)
         mode, title = meta.get("mode", ""), meta.get("title", "")
-    except (OSError, ValueError, AttributeError):
+    except (MassgenError, ValueError, AttributeError):
         mode, title = "", ""
     total = sum(r.tally.values())
     return RunRow(run_id=r.run_id, status=r.status, mode=str(mode or "consensus"),
@@ -184,52 +183,17 @@ def _row(store: RunStore, run_id: str) -> RunRow | None:
                   started_at=r.started_at)
 
 
-def _finished(store: RunStore, run_id: str, engine: LiveRuns | None) -> bool:
-    if (store.root / run_id / "result.json").exists():
-        return True
-    if engine is not None and engine.live_run(run_id) is not None:
-        return False
-    try:
-        return store.load(run_id).status != "running"  # a dead owner reads as interrupted
-    except MassgenError:
-        return True
-
-
-async def _stream(store: RunStore, run_id: str, after: int,
-                  engine: LiveRuns | None) -> AsyncIterator[str]:
-    """Follow events.jsonl: one SSE message per new line (kind and time only; the page
-    fetches what it shows), then `event: end` once the run's record is final."""
-    path = store.root / run_id / "events.jsonl"
-    pos, rest = 0, b""
-    beat = time.monotonic()
+async def _stream(store: RunRecords, run_id: str, after: int) -> AsyncIterator[str]:
+    """Follow the run's events (`RunRecords.follow`): one SSE message per event (kind and
+    time only; the page fetches what it shows), then `event: end` once its record is final."""
     yield "retry: 1000\n\n"
-    while True:
-        try:
-            with path.open("rb") as f:
-                f.seek(pos)
-                chunk = f.read()
-        except FileNotFoundError:
-            chunk = b""
-        pos += len(chunk)
-        *lines, rest = (rest + chunk).split(b"\n")
-        for raw in lines:
-            try:
-                line = json.loads(raw)
-            except ValueError:
-                continue
-            seq = line.get("seq") if isinstance(line, dict) else None
-            if not isinstance(seq, int) or seq <= after:
-                continue
-            brief = {k: line[k] for k in ("seq", "kind", "agent", "t") if k in line}
-            yield f"id: {seq}\ndata: {json.dumps(brief)}\n\n"
-            beat = time.monotonic()
-        if _finished(store, run_id, engine):
-            yield "event: end\ndata: {}\n\n"
-            return
-        if time.monotonic() - beat > HEARTBEAT_SECONDS:
+    async for line in store.follow(run_id, after, idle=HEARTBEAT_SECONDS):
+        if not line:
             yield ": keep-alive\n\n"
-            beat = time.monotonic()
-        await anyio.sleep(POLL_SECONDS)
+            continue
+        brief = {k: line[k] for k in ("seq", "kind", "agent", "t") if k in line}
+        yield f"id: {line['seq']}\ndata: {json.dumps(brief)}\n\n"
+    yield "event: end\ndata: {}\n\n"
 
 
 def mount_viewer(mcp_app: Any, viewer: Any, base: str = "/runs") -> Any:
@@ -254,6 +218,6 @@ def with_viewer(mcp_app: Any, engine: LiveRuns, *, host: str, port: int, token: 
 
     public = socket.gethostname() if host in ("0.0.0.0", "::") else host
     set_served_at(f"http://{public}:{port}/runs")
-    viewer = viewer_app(engine.state, engine=engine, token=token,
+    viewer = viewer_app(engine.store, engine=engine, token=token,
                         hosts=served_names(host, allowed_hosts))
     return mount_viewer(mcp_app, viewer)
