@@ -9,6 +9,7 @@ and knows nothing about MCP, argparse or printing.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +26,21 @@ from massgen_mcp.paths import state_dir
 from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from massgen_mcp.coordination.result import RunResult
     from massgen_mcp.modes.checkpoint.store import CheckpointSession
     from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
     from massgen_mcp.runs.live import LiveRun
+    from massgen_mcp.runs.queue import RunJob
     from massgen_mcp.runs.store import RunRecords
+    from massgen_mcp.runs.worker import RunWorker
+
+
+#: The team the current call chose and how the caller named it (`team_for`): a run handed to a
+#: worker carries the reference, never the resolved team and its keys (runs/queue.py).
+_chosen: ContextVar[tuple[Team, dict[str, Any]] | None] = ContextVar("chosen_team",
+                                                                      default=None)
 
 
 class App:
@@ -120,10 +131,26 @@ class App:
                 vocabulary=words))
             if from_tool and models:
                 self._check_cli_agents(chosen, "models")
-        return chosen.with_overrides(
+        final = chosen.with_overrides(
             max_new_answers_per_agent=max_answers_per_agent,
             orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens,
             min_agreement=min_agreement).with_stances(stances, words.stances)
+        if from_tool:  # only tool calls are handed to workers (they resolve it the same way)
+            _chosen.set((final, {
+                "models": models, "team": team, "max_answers_per_agent": max_answers_per_agent,
+                "timeout_s": timeout_s, "max_total_tokens": max_total_tokens,
+                "min_agreement": min_agreement, "stances": stances}))
+        return final
+
+    def _call(self, team: Team, call: dict[str, Any]) -> dict[str, Any] | None:
+        """The job a worker can run for this call (runs/queue.py), or None when it must run
+        here: its team is not one `team_for` chose for this tool call, or it samples the
+        client's own model (only this process has the client's session)."""
+        chosen = _chosen.get()
+        if chosen is None or chosen[0] is not team or any(
+                a.provider.wire == "sampling" for a in team.agents):
+            return None
+        return {"call": call, "team": chosen[1]}
 
     async def _tool_team(self, name: str) -> Team:
         from massgen_mcp.config.load import load_team, team_from_data
@@ -180,23 +207,35 @@ class App:
 
     def consensus(self, team: Team, task: str, *, context: str | None = None,
                   listener: Listener | None = None,
-                  backend_context: BackendContext | None = None) -> PreparedRun:
-        """A plain consensus run: free-text answers, the winner presents the final answer."""
+                  backend_context: BackendContext | None = None,
+                  run_id: str | None = None) -> PreparedRun:
+        """A plain consensus run: free-text answers, the winner presents the final answer.
+        `run_id`: a worker executing the run a front end prepared (its record exists)."""
         from massgen_mcp.modes.consensus.run import prepare_consensus
 
-        return prepare_consensus(self.engine, team, task, context=context, listener=listener,
-                                 backend_context=backend_context)
+        prepared = prepare_consensus(self.engine, team, task, context=context,
+                                     listener=listener, backend_context=backend_context,
+                                     run_id=run_id)
+        prepared.call = self._call(team, {"mode": "consensus", "task": prepared.task,
+                                          "context": prepared.context})
+        return prepared
 
     def plan(self, team: Team, goal: str, *, depth: str = "dynamic",
              constraints: list[str] | str | None = None, context: str | None = None,
              listener: Listener | None = None,
-             backend_context: BackendContext | None = None) -> PreparedRun:
-        """A plan run; its `outcome` is the stored `PlanResult`."""
+             backend_context: BackendContext | None = None,
+             run_id: str | None = None) -> PreparedRun:
+        """A plan run; its `outcome` is the stored `PlanResult` (stored by whoever waits for
+        the run: the front end, when a worker runs it). `run_id`: as for `consensus`."""
         from massgen_mcp.modes.planning.run import prepare_plan
 
-        return prepare_plan(self.engine, team, goal, depth=depth, constraints=constraints,
-                            context=context, listener=listener,
-                            backend_context=backend_context)
+        prepared = prepare_plan(self.engine, team, goal, depth=depth, constraints=constraints,
+                                context=context, listener=listener,
+                                backend_context=backend_context, run_id=run_id)
+        prepared.call = self._call(team, {"mode": "plan", "goal": goal, "depth": depth,
+                                          "constraints": constraints,
+                                          "context": prepared.context})
+        return prepared
 
     def checkpoint(self, team: Team, *, objective: str, action_goals: list[Any] | None = None,
                    eval_criteria: list[str] | str | None = None,
@@ -235,6 +274,29 @@ class App:
     def live_run(self, run_id: str) -> LiveRun | None:
         """The run if it is live in this process (the viewer streams it from here)."""
         return self.engine.live_run(run_id)
+
+    # ------------------------------------------------------------------ workers
+
+    def hand_runs_to_workers(self, queue_timeout: float = 300.0) -> None:
+        """With the Redis store: the runs of tool calls go to `massgen-mcp worker` processes
+        (runs/dispatch.py) instead of running here; a run no worker takes within
+        `queue_timeout` seconds ends `interrupted`, saying how to start one."""
+        from massgen_mcp.runs.dispatch import dispatch_to_workers
+
+        dispatch_to_workers(self.engine, queue_timeout)
+
+    def worker(self, build: Callable[[RunJob], Awaitable[PreparedRun]], *,
+               concurrency: int = 4, drain_seconds: float = 30.0) -> RunWorker:
+        """A worker executing queued runs on this app's engine (runs/worker.py); `build`
+        prepares a job's run (`massgen-mcp worker`: cli/worker.py)."""
+        from massgen_mcp.runs.worker import RunWorker
+
+        return RunWorker.on_store(self.engine, build, concurrency=concurrency,
+                                  drain_seconds=drain_seconds)
+
+    def run_meta(self, run_id: str) -> dict[str, Any]:
+        """What the front end recorded when it opened the run (task, team, agents, mode)."""
+        return self.engine.store.meta(run_id)
 
     def shut_down(self, reason: str | None = None) -> None:
         """From now on, runs that stop are recorded `interrupted`, with `reason` (else the

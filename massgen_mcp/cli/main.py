@@ -10,6 +10,7 @@
     massgen-mcp view [RUN_ID|latest]  /  report RUN_ID -o run.html     watch or share a run
     massgen-mcp export RUN_ID [--store URL] [--to DIR]                 a run's record as files
     massgen-mcp eval SUITE [--team ... | --models ...]                 team vs. one model
+    massgen-mcp worker --store redis://...                             execute queued runs
 
 Every subcommand imports only what it needs: the hook must start in a few dozen ms and
 the server must not load provider SDKs before a run needs them.
@@ -105,6 +106,14 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                         "Redis (redis://HOST:PORT/DB, rediss://..., redis://:PASSWORD@HOST/DB, "
                         "unix:///path/redis.sock?db=N) so several processes share them "
                         "(default: files in the state directory)")
+    p.add_argument("--run-here", action="store_true", default=default(False),
+                   help="with --store redis://: execute runs in this process instead of "
+                        "handing them to `massgen-mcp worker` processes (the records are "
+                        "shared either way)")
+    p.add_argument("--queue-timeout", type=positive_seconds, default=default(300.0),
+                   metavar="SECONDS",
+                   help="with --store redis://: a run no worker has taken after this long "
+                        "ends interrupted, saying to start `massgen-mcp worker` (default 300)")
     p.add_argument("--log-level", default=default("WARNING"),
                    help="stderr log level (default WARNING)")
 
@@ -231,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     from massgen_mcp.cli.checkpoint import add_checkpoint_parsers
 
     add_checkpoint_parsers(sub)
+    from massgen_mcp.cli.worker import add_worker_parser
+
+    add_worker_parser(sub)
     return parser
 
 
@@ -275,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.cli.eval import eval_main
 
             return eval_main(args)
+        if command == "worker":
+            from massgen_mcp.cli.worker import worker_main
+
+            return worker_main(args)
     except KeyboardInterrupt:
         return 130
     return EXIT_USAGE

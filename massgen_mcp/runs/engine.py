@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -36,6 +36,12 @@ log = logging.getLogger(__name__)
 __all__ = ["Engine", "Listener", "PreparedRun"]
 
 
+class Dispatch(Protocol):
+    """Executes prepared runs elsewhere (runs/dispatch.py: queued for a worker)."""
+
+    async def execute(self, prepared: PreparedRun) -> RunResult: ...
+
+
 @dataclass
 class PreparedRun:
     """A run whose team, task and context are settled; `start()` runs it to the end."""
@@ -49,6 +55,9 @@ class PreparedRun:
     backend_context: BackendContext | None = None
     #: Runs on the finished result (e.g. stores the winning plan); its value is `outcome`.
     after: Callable[[RunResult], Any] | None = None
+    #: The call as a worker can make it again (`runs/queue.py` RunJob without the run id:
+    #: mode arguments and team reference), or None when only this process can run it.
+    call: dict[str, Any] | None = None
 
     @property
     def run_id(self) -> str:
@@ -65,6 +74,9 @@ class PreparedRun:
         return self.engine.cancel(self.run_id)
 
     async def start(self) -> RunResult:
+        dispatcher = self.engine.dispatcher
+        if dispatcher is not None and self.call is not None:  # a worker runs it
+            return await dispatcher.execute(self)
         return await self.engine.execute(
             self.live, self.team, self.task, context=self.context,
             answer_format=self.answer_format, backend_context=self.backend_context,
@@ -80,16 +92,25 @@ class Engine:
         self.live: dict[str, LiveRun] = {}
         self.pool = pool if pool is not None else BackendPool()
         self.executor = Executor(self.env, self.pool, self.live)
+        #: Set on a front end that hands runs to workers (`--store redis://`, runs/dispatch.py).
+        self.dispatcher: Dispatch | None = None
 
     # ------------------------------------------------------------------ running
 
     def prepare(self, team: Team, task: str, *, mode: str = "consensus",
-                title: str | None = None) -> LiveRun:
+                title: str | None = None, run_id: str | None = None) -> LiveRun:
         """Create the run id and record, so callers can return the id before the run starts.
         `title`: the user's own words when `task` is a prompt built from them (a plan's goal,
-        a checkpoint's objective); pages and reports show it."""
-        run_id = new_run_id()
+        a checkpoint's objective); pages and reports show it. `run_id`: a worker executing
+        a run a front end prepared attaches to that record instead (`RunRecords.attach`)."""
         redactor = Redactor(configured_secrets(team, self.env))
+        if run_id is not None:
+            live = LiveRun(run_id, self.store.attach(check_run_id(run_id), redactor))
+            live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
+                                         team=team.name, log_dir=str(live.record.dir)))
+            self.live[run_id] = live
+            return live
+        run_id = new_run_id()
         meta: dict[str, Any] = {
             "task": task, "team": team.name, "source": team.source, "mode": mode,
             "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
@@ -116,13 +137,14 @@ class Engine:
         backend_context: BackendContext | None = None,
         listener: Listener | None = None,
         title: str | None = None,
+        run_id: str | None = None,
     ) -> PreparedRun:
-        """A run with its id and record, ready to `start()`."""
+        """A run with its id and record, ready to `start()` (`run_id`: see `prepare`)."""
         if not isinstance(task, str) or not task.strip():
             raise InputError("the task is empty: say what the team should answer or decide")
         # Bounded, and without the configured keys, before anything reaches a provider.
         task, context = screen_inputs(task, context, configured_secrets(team, self.env))
-        live = self.prepare(team, task, mode=mode, title=title)
+        live = self.prepare(team, task, mode=mode, title=title, run_id=run_id)
         if listener is not None:
             live.listeners.append(listener)
         return PreparedRun(self, live, team, task, context, answer_format, backend_context)
@@ -155,24 +177,39 @@ class Engine:
     # ------------------------------------------------------------------ stopping
 
     def cancel(self, run_id: str) -> bool:
-        """Ask a live run to stop; returns False when it is not running in this process."""
+        """Ask a run to stop; False when it is not running. A run live in this process is
+        stopped here; any other (executed by a worker, or by another replica) through the
+        store, whose executing process sees the request within a second."""
         live = self.live.get(check_run_id(run_id))
         if live is None or live.result is not None:
-            return False
+            return self._request_cancel(run_id)
         live.cancel_requested = True
+        if live.remote is not None:  # a worker runs it (a queued one is withdrawn here)
+            self._request_cancel(run_id)
+            return True
         if live.orchestrator is not None:
             live.orchestrator.cancel(self.executor.stop_status())
         return True
 
     async def cancel_and_wait(self, run_id: str, timeout: float = 10.0) -> tuple[bool, str]:
-        """Stop a live run and wait (bounded) until its record says how it ended; returns
+        """Stop a run and wait (bounded) until its record says how it ended; returns
         whether a stop was requested and the status the run has now."""
         live = self.live.get(check_run_id(run_id))
         requested = self.cancel(run_id)
-        if requested and live is not None:
+        if requested:
             with anyio.move_on_after(timeout):
-                await live.done.wait()
+                if live is not None:
+                    await live.done.wait()
+                else:  # run elsewhere: until its record is final
+                    while self.store.load(run_id).status == "running":
+                        await anyio.sleep(0.1)
         return requested, self.get(run_id).status
+
+    def _request_cancel(self, run_id: str) -> bool:
+        """Ask through the store (any process executing the run sees it); False when the
+        store cannot reach other processes (the files) or the run is not running."""
+        request = getattr(self.store, "request_cancel", None)
+        return bool(request(run_id)) if request is not None else False
 
     def shut_down(self, reason: str | None = None) -> None:
         """From now on, runs that stop are recorded `interrupted`, with `reason` (else the

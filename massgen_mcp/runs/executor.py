@@ -95,7 +95,7 @@ class Executor:
                         result.workspace = workspaces.finish(result)
                     # Final now: record it and wake whoever waits before the agents' tool
                     # servers are stopped (about a second per server, off the answer's path).
-                    self._finish(live, result, after)
+                    self.finish(live, result, after)
                 writer.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -168,10 +168,13 @@ class Executor:
         if error:
             result.error = error
         live.on_event("run_finished", {"status": status, "error": error})
-        self._finish(live, result, after)
+        self.finish(live, result, after)
         return result
 
-    def _finish(self, live: LiveRun, result: RunResult, after: After | None = None) -> None:
+    def finish(self, live: LiveRun, result: RunResult, after: After | None = None, *,
+               write: bool = True) -> None:
+        """The run is over: run its outcome hook, record `result` (unless `write` is False:
+        a worker recorded it already), wake whoever waits and forget the live run."""
         if result.status == "interrupted" and not result.error:
             result.error = f"{self.stop_reason}; this is the best answer so far"
         result = live.record.clean(result)  # what leaves the process: redacted, encodable
@@ -184,7 +187,8 @@ class Executor:
                                      f"could not be recorded: {e}"
         live.result = result
         try:
-            live.record.finish(result)
+            if write:
+                live.record.finish(result)
         except OSError:
             log.exception("writing the record of run %s failed", live.run_id)
         finally:

@@ -51,11 +51,17 @@ class LiveRun:
     outcome_error: str | None = None  # why the `after` hook failed
     cancel_requested: bool = False
     dirty: anyio.Event = field(default_factory=anyio.Event)  # status.json is behind
+    #: A run executed by a worker (runs/dispatch.py): its status as the store has it.
+    remote: Callable[[], RunResult] | None = None
+    #: While a dispatched run waits in the queue: what to tell the client.
+    waiting: str | None = None
 
     def snapshot(self) -> RunResult | None:
         """The run as it stands (redacted and safe to send), or None before it started."""
         if self.result is not None:
             return self.result
+        if self.remote is not None:
+            return self.remote()
         if self.orchestrator is None:
             return None
         return self.record.clean(self.orchestrator.result())

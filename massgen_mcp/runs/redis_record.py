@@ -129,6 +129,14 @@ class RedisRecord:
         """Has any process asked this run to stop? (Polled by the lease thread, ≤ 1 s old.)"""
         return self.cancel_flag
 
+    def hand_to_queue(self, seconds: float) -> None:
+        """This run was queued for a worker (runs/dispatch.py): the lease becomes the
+        queue's, for `seconds`, until a worker attaches (its own lease replaces it), and this
+        process stops renewing it, so a worker that dies leaves nobody to keep it alive."""
+        self.store.leases.release(self)
+        self._write("lease", lambda: self.store.client.set(
+            key(self.run_id, "lease"), f"queue:{self.store.holder}", px=int(seconds * 1000)))
+
 
 class _Leases:
     """One thread per store renews the leases of the runs this process executes and polls

@@ -138,6 +138,11 @@ def serve(args: argparse.Namespace) -> int:
               allow_cli_agents=args.allow_cli_agents,
               allow_checkpoint_team_override=args.allow_checkpoint_team_override,
               checkpoint_approval=args.checkpoint_approval)
+    if getattr(args, "store", None) and not getattr(args, "run_here", False):
+        from massgen_mcp.runs.redis_store import RedisStore
+
+        if isinstance(store, RedisStore):  # runs go to `massgen-mcp worker` processes
+            app.hand_runs_to_workers(getattr(args, "queue_timeout", 300.0))
     for name in filter(None, (args.team, args.checkpoint_team)):
         try:
             from massgen_mcp.config.choose import resolve_team
