@@ -426,5 +426,5 @@ class Cluster(AbstractContextManager["Cluster"]):
 
 
 #: What `massgen-mcp worker` prints on stderr once it takes jobs.
-WORKER_READY = "worker"
+WORKER_READY = "taking runs from"
 
