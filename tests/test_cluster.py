@@ -395,31 +395,47 @@ async def test_replica_killed_while_task_client_polls(own_cluster: Cluster,
 
 async def test_redis_restarted_mid_run(own_cluster: Cluster, provider: ScriptedProvider,
                                        redis_server: RedisServer) -> None:
-    """Redis goes away and comes back (same data: append-only file) while two runs are live:
-    each ends truthfully (completed with its own answer, or interrupted/failed saying so),
-    nothing stays `running`, and the store holds exactly the two runs."""
+    """Redis goes away and comes back (same data: append-only file) while two runs are live,
+    one followed by a client waiting on run_consensus, one started with wait=false: each
+    ends truthfully (completed with its own answer, or interrupted/failed saying why), the
+    waiting client gets the run's real outcome, nothing stays `running`, and the store holds
+    exactly the two runs."""
     gate = Gate()
     install(provider, gate)
-    tasks = ["through a restart 1", "through a restart 2"]
+    waited, background = "through a restart (waiting)", "through a restart (background)"
+    outcome: list[dict[str, Any]] = []
     try:
-        async with own_cluster.client("2026-07-28") as c:
-            ids = []
-            for task in tasks:
-                started = await c.client.call_tool("run_consensus",
-                                                   {"task": task, "wait": False})
-                ids.append((started.structured_content or {})["run_id"])
-            await gate.wait_held(6)
-            redis_server.restart()
-            gate.open()
-            for run_id, task in zip(ids, tasks, strict=True):
+        async with own_cluster.client("legacy") as waiter, \
+                own_cluster.client("2026-07-28") as c:
+
+            async def wait_for_it() -> None:
+                r = await waiter.client.call_tool("run_consensus", {"task": waited},
+                                                  progress_callback=_ignore_progress)
+                outcome.append(r.structured_content or {"error": str(r.content)})
+
+            with anyio.fail_after(TIMEOUT):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(wait_for_it)
+                    started = await c.client.call_tool("run_consensus",
+                                                       {"task": background, "wait": False})
+                    background_id = (started.structured_content or {})["run_id"]
+                    await gate.wait_held(6)
+                    redis_server.restart()
+                    gate.open()
+            assert outcome and outcome[0].get("run_id"), outcome
+            waited_id = outcome[0]["run_id"]
+            for run_id, task in ((waited_id, waited), (background_id, background)):
                 data = await poll_run(c, run_id)
                 assert data["status"] in ("completed", "interrupted", "failed"), data
                 if data["status"] != "completed":
                     assert data.get("error"), data  # an honest reason
-                await check_record(c, run_id, task)
-            found = await runs_for(c, tasks)
-            assert {t: len(v) for t, v in found.items()} == {t: 1 for t in tasks}, found
-            assert runs_in_redis(redis_server.url) == len(tasks)
+                record = await check_record(c, run_id, task)
+                if run_id == waited_id:  # the waiting client was told what the record says
+                    assert outcome[0]["status"] == record["status"], (outcome, record)
+                    assert outcome[0].get("final_answer") == record.get("final_answer")
+            found = await runs_for(c, [waited, background])
+            assert {t: len(v) for t, v in found.items()} == {waited: 1, background: 1}, found
+            assert runs_in_redis(redis_server.url) == 2
     finally:
         gate.open()
 

@@ -51,6 +51,8 @@ LEASE_TTL = 10.0  # seconds without a renewal before a run counts as abandoned
 USAGE = PREFIX + "usage:"
 FOLLOW_BLOCK_MS = 1000  # a follower notices an abandoned run within about this long
 FOLLOW_BATCH = 500
+# A follower rides out a Redis restart: the stream and its place in it outlive the connection.
+FOLLOW_RECONNECT_SECONDS = 30.0
 INTERRUPTED = ("the process running this run stopped before it finished (its lease in Redis "
                "expired); this is the state it had reached")
 
@@ -215,6 +217,7 @@ class RedisStore:
                      ) -> AsyncIterator[dict[str, Any]]:
         """XREAD BLOCK on the run's stream (see `RunRecords.follow`); between blocks, a run
         that reads as no longer running (its lease gone: finalized now) ends it too."""
+        import anyio
         import redis.asyncio
 
         if not self.exists(run_id):
@@ -224,11 +227,25 @@ class RedisStore:
             self.url, decode_responses=True, socket_connect_timeout=self.connect_timeout,
             socket_timeout=FOLLOW_BLOCK_MS / 1000 + self.timeout)
         quiet_since = time.monotonic()
+        lost_since: float | None = None
         try:
             over = False
             while True:
-                replies = await client.xread({stream: last}, count=FOLLOW_BATCH,
-                                             block=None if over else FOLLOW_BLOCK_MS)
+                try:
+                    replies = await client.xread({stream: last}, count=FOLLOW_BATCH,
+                                                 block=None if over else FOLLOW_BLOCK_MS)
+                    lost_since = None
+                except (redis.ConnectionError, redis.TimeoutError) as e:
+                    # Redis restarted (or is briefly unreachable): read again from `last`
+                    # once it answers; give up only after FOLLOW_RECONNECT_SECONDS.
+                    now = time.monotonic()
+                    lost_since = lost_since or now
+                    if now - lost_since >= FOLLOW_RECONNECT_SECONDS:
+                        raise
+                    log.info("run %s: following its events: %s; reconnecting", run_id,
+                             scrub(self.url, str(e)))
+                    await anyio.sleep(0.2)
+                    continue
                 entries = replies[0][1] if replies else []
                 for entry_id, fields in entries:
                     last = entry_id
@@ -246,7 +263,10 @@ class RedisStore:
                 if not entries and not over:
                     # Nothing for a while: is anyone still running it? (load() finalizes
                     # an abandoned run, whose final event the next read then gets.)
-                    over = self.load(run_id).status != "running"
+                    try:
+                        over = self.load(run_id).status != "running"
+                    except (redis.ConnectionError, redis.TimeoutError):
+                        continue  # Redis is away: the next read retries (bounded above)
                     if idle is not None and time.monotonic() - quiet_since >= idle:
                         quiet_since = time.monotonic()
                         yield {}
