@@ -49,7 +49,7 @@ from _common import (
     team_data,
     vm_kib,
 )
-from concurrency import Call, _call, _drive, _first_call
+from concurrency import _drive, _first_call
 from mcp import Client
 from mcp_harness import http_server
 
@@ -65,23 +65,44 @@ class Side:
     cpu_s: dict[str, float] = field(default_factory=dict)
     serial_walls: list[float] = field(default_factory=list)
     serial_cpu_s: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)  # median seconds per phase
     redis: dict[str, Any] = field(default_factory=dict)
 
 
-async def _serial(url: str, n: int, timeout: float) -> list[float]:
-    """`n` runs one after another on one session: the wall of each."""
-    walls = []
+async def _serial(url: str, n: int, timeout: float
+                  ) -> tuple[list[float], list[tuple[str, float]]]:
+    """`n` runs one after another on one session: the wall of each, and each run's id with
+    the time its result reached the client."""
+    walls: list[float] = []
+    done: list[tuple[str, float]] = []
     with anyio.fail_after(timeout):
         async with Client(url, mode="legacy") as client:
-            go = anyio.Event()
-            go.set()
             for i in range(n):
-                call = Call(10_000 + i)
-                await _call(client, call, go)
-                if not call.ok:
-                    raise SystemExit(f"serial run {i} failed: {call.status} {call.error}")
-                walls.append(call.wall)
-    return walls
+                task = f"task-{10_000 + i}"
+                start = time.perf_counter()
+                r = await client.call_tool("run_consensus", {"task": task})
+                walls.append(time.perf_counter() - start)
+                done.append(((r.structured_content or {}).get("run_id", ""), time.time()))
+                data = r.structured_content or {}
+                if r.is_error or data.get("final_answer") != f"final for {task}":
+                    raise SystemExit(f"serial run {i} failed: {data.get('status')} {r.content}")
+    return walls, done
+
+
+async def _phases(url: str, done: list[tuple[str, float]]) -> dict[str, float]:
+    """Where a handed-over run's time went, from its events' timestamps (median): queued ->
+    a worker took it, the run in the worker, its end -> the result at the client."""
+    phases: dict[str, list[float]] = {"queue": [], "in worker": [], "back to client": []}
+    async with Client(url, mode="legacy") as client:
+        for run_id, got in done:
+            detail = await client.call_tool("get_run", {"run_id": run_id, "detail": "events"})
+            ts = {e["kind"]: e["ts"] for e in
+                  reversed((detail.structured_content or {}).get("events") or [])}
+            if "queued" in ts and "worker_started" in ts and "run_finished" in ts:
+                phases["queue"].append(ts["worker_started"] - ts["queued"])
+                phases["in worker"].append(ts["run_finished"] - ts["worker_started"])
+                phases["back to client"].append(got - ts["run_finished"])
+    return {k: statistics.median(v) for k, v in phases.items() if v}
 
 
 def _cpu(pids: dict[str, int]) -> dict[str, float]:
@@ -98,10 +119,11 @@ def _measure(side: Side, url: str, provider: ProviderProcess, args: argparse.Nam
     provider.latency = 0.0
     stats0 = _redis_stats(redis)
     cpu0 = _cpu(side.pids)
-    side.serial_walls = anyio.run(_serial, url, args.serial, args.timeout)
+    side.serial_walls, done = anyio.run(_serial, url, args.serial, args.timeout)
     cpu1 = _cpu(side.pids)
     side.serial_cpu_s = sum(cpu1[k] - cpu0[k] for k in cpu0)
     stats1 = _redis_stats(redis)
+    side.phases = anyio.run(_phases, url, done)
     if redis is not None:
         side.redis = {
             "commands_per_run": (stats1["commands"] - stats0["commands"]) / args.serial,
@@ -203,6 +225,10 @@ def main() -> int:
                      f"{s.redis.get('memory_per_run_kib', 0):.0f} KiB" if s.redis else "-"])
     print_table(["side", "wall per run (median)", "CPU per run (all processes)",
                  "Redis commands per run", "Redis memory per run"], rows)
+    for s in sides:
+        if s.phases:
+            print(f"{s.name}: median " + ", ".join(f"{k} {v * 1000:.0f} ms"
+                                                  for k, v in s.phases.items()))
     failed = [(s.name, c) for s in sides for c in s.burst.calls if not c.ok]
     for name, c in failed[:5]:
         print(f"  {name}: call {c.index} failed: {c.status or '-'} {c.error}")
@@ -220,6 +246,7 @@ def main() -> int:
             "cpu_s": {k: round(v, 2) for k, v in s.cpu_s.items()},
             "serial_wall_median_s": round(statistics.median(s.serial_walls), 4),
             "serial_cpu_per_run_s": round(s.serial_cpu_s / args.serial, 4), "redis": s.redis,
+            "serial_phases_s": {k: round(v, 4) for k, v in s.phases.items()},
         }
     print_json("scale_out", result)
     return 0 if not failed and not errors else 1
