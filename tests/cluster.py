@@ -82,6 +82,7 @@ class Proc:
                  env: dict[str, str] | None = None, timeout: float = START_TIMEOUT) -> None:
         self.name, self.cmd, self.cwd = name, cmd, cwd
         self.lines: list[str] = []
+        self.terminated = False
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=server_env(env),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -122,11 +123,17 @@ class Proc:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(30)
 
-    def stop(self, grace: float = 15.0) -> None:
-        """SIGTERM (live runs are closed), then SIGKILL after `grace` seconds."""
-        if self.alive():
+    def terminate(self) -> None:
+        """SIGTERM, once (a second one means "now" to a worker), without waiting."""
+        if self.alive() and not self.terminated:
+            self.terminated = True
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
+
+    def stop(self, grace: float = 20.0) -> None:
+        """SIGTERM (live runs are closed), then SIGKILL after `grace` seconds."""
+        if self.alive():
+            self.terminate()
             try:
                 self.proc.wait(grace)
             except subprocess.TimeoutExpired:
@@ -368,11 +375,11 @@ class Cluster(AbstractContextManager["Cluster"]):
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
-        for worker in self.workers:
-            worker.stop()
-        for replica in self.replicas:
-            if replica.proc is not None:
-                replica.proc.stop()
+        procs = [*self.workers, *(r.proc for r in self.replicas if r.proc is not None)]
+        for proc in procs:  # all at once: an idle worker takes its queue's grace to stop
+            proc.terminate()
+        for proc in procs:
+            proc.stop()
 
     def _store_args(self) -> list[str]:
         return ["--store", self.store] if self.store else []
