@@ -4,6 +4,7 @@
                              [--tool-runs 3] [--tool-latency 0.2] [--no-tools]
                              [--calls-agents 3,5,8] [--jitter 0,0.15] [--calls-runs 5]
                              [--no-calls] [--no-tracemalloc] [--state-dir DIR] [--profile]
+                             [--store redis|URL]
 
 Runs teams of scripted agents (answer, vote for agent1, the winner presents) through
 `massgen_mcp.runs.engine.Engine` against the loopback scripted provider, which runs in its own
@@ -67,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import io
 import os
@@ -77,7 +79,7 @@ import tempfile
 import threading
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,6 +102,7 @@ from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.config.team import Team
 from massgen_mcp.runs.engine import Engine
+from massgen_mcp.runs.store_open import open_store
 
 GOAL_RATIO = 1.10
 GOAL_ORCHESTRATION_S = 0.050
@@ -439,6 +442,19 @@ def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",") if x]
 
 
+@contextlib.contextmanager
+def _store_url(store: str | None) -> Iterator[str | None]:
+    """`--store`: None (the files), a Redis URL, or `redis` for a redis-server of its own
+    on a free loopback port (tests/redis_server.py)."""
+    if store != "redis":
+        yield store
+        return
+    from redis_server import RedisServer
+
+    with RedisServer() as server:
+        yield server.url
+
+
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
 
@@ -448,8 +464,10 @@ async def main(args: argparse.Namespace) -> None:
     _time_backends(log)
     rows: list[dict[str, Any]] = []
     load_before = load_average()
-    with tempfile.TemporaryDirectory(dir=args.state_dir) as tmp, ProviderProcess() as provider:
-        engine = Engine(Path(tmp) / ".massgen", Environment({}))
+    with tempfile.TemporaryDirectory(dir=args.state_dir) as tmp, ProviderProcess() as provider, \
+            _store_url(args.store) as url:
+        state = Path(tmp) / ".massgen"
+        engine = Engine(state, Environment({}), store=open_store(url, state))
         wire_sets = [["openai"]] + ([["openai", "anthropic", "gemini"]] if args.mixed else [])
         for wires in wire_sets:
             for n in args.agents:
@@ -571,6 +589,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--state-dir", default=None,
                    help="directory to hold the run records (default: the system temp dir); "
                         "status.json writes cost what this file system charges for them")
+    p.add_argument("--store", default=None, metavar="redis|URL",
+                   help="record the runs in Redis (`redis`: start a redis-server on a free "
+                        "loopback port) instead of files, to measure the Redis store's cost")
     p.add_argument("--profile", action="store_true",
                    help="also print a cProfile of 3-agent runs at L = 0")
     return p.parse_args(argv)

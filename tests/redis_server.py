@@ -18,6 +18,7 @@ import os
 import queue
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -39,18 +40,38 @@ def free_port() -> int:
 class RedisServer:
     """One `redis-server` process (restartable on the same port with the same data)."""
 
-    def __init__(self, port: int | None = None, *, extra: list[str] | None = None) -> None:
+    def __init__(self, port: int | None = None, *, extra: list[str] | None = None,
+                 tls: bool = False) -> None:
         self.program = require_program("redis", "redis-server")
         self._tmp = tempfile.TemporaryDirectory(prefix="massgen-redis-")
         self.dir = Path(self._tmp.name)
         self.port = port or free_port()
         self.extra = list(extra or [])
+        #: With `tls`, the server speaks only TLS on `port`, with a self-signed certificate
+        #: for 127.0.0.1 (`ca`, made by Debian's openssl); `url` is then rediss://.
+        self.ca: Path | None = self._certificate() if tls else None
         self.proc: subprocess.Popen[str] | None = None
         self.log: list[str] = []
 
     @property
     def url(self) -> str:
+        if self.ca is not None:
+            return f"rediss://127.0.0.1:{self.port}/0?ssl_ca_certs={self.ca}"
         return f"redis://127.0.0.1:{self.port}/0"
+
+    def _certificate(self) -> Path:
+        openssl = require_program("redis", "openssl")
+        subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-keyout", str(self.dir / "key.pem"), "-out", str(self.dir / "ca.pem"),
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                       check=True, capture_output=True, timeout=START_TIMEOUT)
+        return self.dir / "ca.pem"
+
+    def _listen(self) -> list[str]:
+        if self.ca is None:
+            return ["--port", str(self.port)]
+        return ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", str(self.ca),
+                "--tls-key-file", str(self.dir / "key.pem"), "--tls-auth-clients", "no"]
 
     def start(self) -> RedisServer:
         for _attempt in range(3):
@@ -61,7 +82,7 @@ class RedisServer:
         raise RuntimeError("redis-server did not start:\n" + "\n".join(self.log[-20:]))
 
     def _start_once(self) -> bool:
-        cmd = [self.program, "--bind", "127.0.0.1", "--port", str(self.port),
+        cmd = [self.program, "--bind", "127.0.0.1", *self._listen(),
                "--save", "", "--appendonly", "yes", "--dir", str(self.dir),
                "--logfile", "", "--daemonize", "no", *self.extra]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -93,7 +114,11 @@ class RedisServer:
 
     def ping(self) -> None:
         """One PING over a plain socket (RESP inline command): the server answers +PONG."""
-        with socket.create_connection(("127.0.0.1", self.port), timeout=START_TIMEOUT) as s:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=START_TIMEOUT) as raw:
+            s = raw
+            if self.ca is not None:
+                s = ssl.create_default_context(cafile=str(self.ca)).wrap_socket(
+                    raw, server_hostname="127.0.0.1")
             s.sendall(b"PING\r\n")
             reply = s.recv(64)
         if not reply.startswith((b"+PONG", b"-NOAUTH")):  # NOAUTH: up, with --requirepass

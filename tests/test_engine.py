@@ -7,6 +7,7 @@ records: one interface, which a store other than the files can fill."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,7 @@ class MemoryRecord:
         self.events: list[dict[str, Any]] = []
         self.last: RunResult | None = None
         self.final = False
+        self.cancel = False
 
     def event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         line = {"seq": len(self.events) + 1, "kind": kind, **self.redact.value(data)}
@@ -121,16 +123,56 @@ class MemoryRecord:
     def finish(self, result: RunResult) -> None:
         self.last, self.final = self.clean(result), True
 
+    def cancel_requested(self) -> bool:
+        return self.cancel
+
 
 class MemoryRuns:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.records: dict[str, MemoryRecord] = {}
+        self.metas: dict[str, dict[str, Any]] = {}
+        self.tasks: dict[str, dict[str, Any]] = {}
+
+    @property
+    def location(self) -> str:
+        return "memory"
 
     def open(self, run_id: str, redactor: Redactor, meta: dict[str, Any]) -> MemoryRecord:
         record = MemoryRecord(self.root / run_id, run_id, redactor)
         self.records[run_id] = record
+        self.metas[run_id] = dict(meta)
         return record
+
+    def attach(self, run_id: str, redactor: Redactor) -> MemoryRecord:
+        return self.records[run_id]
+
+    def meta(self, run_id: str) -> dict[str, Any]:
+        return self.metas[run_id]
+
+    def exists(self, run_id: str) -> bool:
+        return run_id in self.records
+
+    async def follow(self, run_id: str, after_seq: int = 0, *, idle: float | None = None
+                     ) -> AsyncIterator[dict[str, Any]]:
+        for event in self.records[run_id].events[after_seq:]:
+            yield event
+
+    def request_cancel(self, run_id: str) -> bool:
+        record = self.records.get(run_id)
+        if record is None or record.final:
+            return False
+        record.cancel = True
+        return True
+
+    def put_task(self, digest: str, pointer: dict[str, Any]) -> None:
+        self.tasks[digest] = pointer
+
+    def task_pointer(self, digest: str) -> dict[str, Any] | None:
+        return self.tasks.get(digest)
+
+    def usage(self) -> dict[str, dict[str, float]]:
+        return {}
 
     def load(self, run_id: str) -> RunResult:
         record = self.records.get(run_id)

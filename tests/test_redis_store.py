@@ -1,8 +1,11 @@
-"""The Redis store (`--store redis://...`) against a real redis-server (tests/redis_server.py).
+"""The Redis store (`--store redis://...`) against a real redis-server (tests/redis_server.py):
+its URLs and start-up, and its commands.
 
-A run recorded through one engine is read back by another process's store on the same
-Redis; bad URLs and an unreachable Redis stop the command at start with the password
-masked; a run whose holder stopped renewing its lease reads `interrupted`, once.
+A run recorded through one engine is read back by another store on the same Redis; bad URLs,
+an unreachable, password-protected, TLS or unix-socket Redis; the password never in an error
+or a log; `report`, `view` and `export` read from Redis. The behaviour both stores share is
+in test_store_contract.py; many processes in test_redis_replicas.py; faults in
+test_redis_faults.py.
 """
 
 from __future__ import annotations
@@ -18,17 +21,13 @@ from redis_server import RedisServer, free_port
 from scripted_provider import ScriptedProvider
 
 from massgen_mcp.config.env import Environment
-from massgen_mcp.errors import ConfigError, RunNotFoundError
+from massgen_mcp.coordination.result import RunResult
+from massgen_mcp.errors import ConfigError, MassgenError, RunNotFoundError
+from massgen_mcp.redaction import Redactor
 from massgen_mcp.runs.engine import Engine
 from massgen_mcp.runs.store import RUN_FINISHED, RunStore
 from massgen_mcp.runs.store_open import open_store
 from massgen_mcp.runs.store_url import check_store_url, masked_url
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _store(url: str, state: Path, **options: float) -> object:
-    return open_store(url, state, **options)
 
 
 async def test_a_run_recorded_in_redis_is_read_back_by_another_store(
@@ -132,3 +131,84 @@ def test_an_unknown_run_is_not_found(redis_url: str, tmp_path: Path) -> None:
     with pytest.raises(RunNotFoundError):
         store.events("run_20261130T183300Z_a1b2c3")
     assert store.ids() == []
+
+
+def test_export_from_redis_through_the_command(redis_url: str, tmp_path: Path) -> None:
+    store = open_store(redis_url, tmp_path / "src")
+    run_id = "run_20261201T000000Z_0e0e0e"
+    writer = store.open(run_id, Redactor(), {"task": "Exported?", "mode": "consensus"})
+    writer.event("run_started", {})
+    writer.finish(RunResult(run_id=run_id, status="completed", task="Exported?", team="t",
+                            final_answer="Yes"))
+    out = subprocess.run([sys.executable, "-m", "massgen_mcp.cli", "export", "latest",
+                          "--store", redis_url, "--to", str(tmp_path / "dst")],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    files = RunStore(tmp_path / "dst")
+    assert files.load(run_id).final_answer == "Yes"
+    assert [e["kind"] for e in files.events(run_id)] == ["run_started", RUN_FINISHED]
+    bad = subprocess.run([sys.executable, "-m", "massgen_mcp.cli", "export",
+                          "run_20261201T000000Z_ffffff", "--store", redis_url],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert bad.returncode == 1 and "no run 'run_20261201T000000Z_ffffff'" in bad.stderr
+
+
+def test_report_and_view_read_a_run_from_redis_and_refuse_a_bad_store(
+        redis_url: str, tmp_path: Path) -> None:
+    store = open_store(redis_url, tmp_path / "src")
+    run_id = "run_20261201T000000Z_0d0d0d"
+    writer = store.open(run_id, Redactor(), {"task": "Reported from Redis?"})
+    writer.event("run_started", {})
+    writer.finish(RunResult(run_id=run_id, status="completed", task="Reported from Redis?",
+                            team="t", final_answer="Yes, from Redis"))
+    out = subprocess.run([sys.executable, "-m", "massgen_mcp.cli", "report", "latest",
+                          "--store", redis_url, "-o", "-"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "Reported from Redis?" in out.stdout and "Yes, from Redis" in out.stdout
+    url = f"redis://:view-secret-77@127.0.0.1:{free_port()}/0"
+    bad = subprocess.run([sys.executable, "-m", "massgen_mcp.cli", "view", "--no-open",
+                          "--store", url], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path)
+    assert bad.returncode == 1 and "does not answer" in bad.stderr
+    assert "view-secret-77" not in bad.stderr + bad.stdout
+
+
+def test_the_password_never_reaches_a_log_when_redis_goes_away(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with RedisServer(extra=["--requirepass", "log-secret-pass-31"]) as server:
+        url = f"redis://:log-secret-pass-31@127.0.0.1:{server.port}/0"
+        store = open_store(url, tmp_path)
+        run_id = "run_20261201T000000Z_0c0c0c"
+        writer = store.open(run_id, Redactor(), {"task": "Logged?"})
+        server.stop()
+        with caplog.at_level("DEBUG"):
+            writer.event("answer", {"agent": "a"})
+            writer.status(RunResult(run_id=run_id, status="running", task="Logged?",
+                                    team="t"))
+            with pytest.raises(MassgenError) as e:
+                store.load(run_id)
+        server.restart()
+        writer.finish(RunResult(run_id=run_id, status="completed", task="Logged?", team="t"))
+        assert store.load(run_id).status == "completed"  # caught up
+    assert "did not take its events" in caplog.text and "redis://:***@127.0.0.1" in caplog.text
+    assert "log-secret-pass-31" not in caplog.text + str(e.value)
+
+
+def test_tls_and_unix_socket_urls_reach_their_redis(tmp_path: Path) -> None:
+    with RedisServer(tls=True) as server:
+        assert server.url.startswith("rediss://")
+        store = open_store(server.url, tmp_path)  # verified against the server's own CA
+        run_id = "run_20261201T000000Z_09f9f9"
+        store.open(run_id, Redactor(), {"task": "Over TLS?"}).finish(
+            RunResult(run_id=run_id, status="completed", task="Over TLS?", team="t"))
+        assert store.load(run_id).status == "completed"
+        plain = server.url.replace("rediss://", "redis://").split("?")[0]
+        with pytest.raises(ConfigError, match="does not answer"):
+            open_store(plain, tmp_path, connect_timeout=2.0, timeout=2.0)
+    sock = tmp_path / "redis.sock"
+    with RedisServer(extra=["--unixsocket", str(sock), "--unixsocketperm", "700"]) as server:
+        store = open_store(f"unix://{sock}?db=3", tmp_path)
+        assert store.ids() == []
+        with pytest.raises(ConfigError, match="option the Redis client does not know"):
+            open_store(f"unix://{sock}?db=3&no_such_option=1", tmp_path)

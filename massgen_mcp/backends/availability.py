@@ -44,6 +44,10 @@ class BackendsReport(BaseModel):
         default_factory=dict, description="USD per million input/output tokens used for cost "
         "estimates, by provider and model; a model not listed has an unknown cost.")
     prices_as_of: str = ""
+    usage: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="By provider, over every finished run in this "
+        "server's run records (every process sharing its --store): runs, provider_calls "
+        "(cancelled ones included), cancelled_calls, input/output/total tokens, cost_usd.")
 
 
 def provider_statuses(env: Environment, local: dict[str, list[str]],

@@ -30,7 +30,7 @@ class RedisStore(Protocol):
     leases: _Leases
 
     def finalize(self, run_id: str, result: RunResult, text: str, final_event: str,
-                 seq: int, *, write: Any) -> bool: ...
+                 seq: int) -> bool: ...
 
 log = logging.getLogger("massgen_mcp.runs.redis_store")
 
@@ -54,10 +54,19 @@ def key(run_id: str, part: str) -> str:
 
 
 RUNS = PREFIX + "runs"
+#: Events kept for a Redis that stopped answering mid-run (a long run writes a few thousand).
+BACKLOG_MAX = 20_000
 
 
 class RedisRecord:
-    """The record of one run in Redis (`RunRecordWriter`)."""
+    """The record of one run in Redis (`RunRecordWriter`).
+
+    If Redis stops answering mid-run, the run goes on: what it writes (events in order, its
+    latest status, its final record) waits here, bounded, and the lease thread writes it
+    once Redis answers again, before the final record. The lease is renewed meanwhile, so
+    the run resumes in its record instead of reading `interrupted`; if this process ends
+    first, the lease expires and readers see the run `interrupted` with its state so far.
+    """
 
     def __init__(self, store: RedisStore, run_id: str, redactor: Redactor, seq: int = 0):
         self.store = store
@@ -68,24 +77,34 @@ class RedisRecord:
         self._seq = seq
         self._final: dict[str, Any] | None = None
         self._closed = False
-        self._failed = False
         self.cancel_flag = False  # kept current by the lease thread
+        self.beat: float | None = None  # when the executing loop last polled cancel_requested
         self.lease_lost = False
+        self._lock = threading.Lock()
+        self._backlog: list[dict[str, Any]] = []  # stream entries Redis has not taken yet
+        self._dropped = 0
+        self._status: str | None = None  # the latest status Redis has not taken yet
+        self._ending: tuple[RunResult, str, str, int] | None = None  # the final record, ditto
 
-    def _write(self, what: str, op: Any) -> Any:
-        import redis
+    @property
+    def closed(self) -> bool:
+        """Finished here (its final record written, or waiting for Redis to take it)."""
+        return self._closed
 
-        try:
-            return op()
-        except redis.RedisError as e:
-            if not self._failed:
-                self._failed = True
-                log.warning("run %s: writing its %s to %s failed (%s); the run goes on, its "
-                            "record in Redis is incomplete", self.run_id, what,
-                            self.store.shown, scrub(self.store.url, str(e)))
-            return None
+    @property
+    def behind(self) -> bool:
+        """Is something waiting for Redis to answer again?"""
+        return bool(self._backlog or self._status is not None or self._ending is not None)
+
+    def _away(self, what: str, e: Exception) -> None:
+        if not self.behind:
+            log.warning("run %s: Redis at %s did not take its %s (%s); the run goes on and "
+                        "its record catches up when Redis answers again", self.run_id,
+                        self.store.shown, what, scrub(self.store.url, str(e)))
 
     def event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        import redis
+
         self._seq += 1
         line = {"seq": self._seq, "ts": round(time.time(), 3), "kind": kind, **data}
         if self._closed:
@@ -95,47 +114,109 @@ class RedisRecord:
             # read the result.
             self._final = line
             return line
-        text = self.redact.json(line)
-        self._write("events", lambda: self.store.client.xadd(
-            key(self.run_id, "events"), {"seq": line["seq"], "event": text}))
+        entry = {"seq": line["seq"], "event": self.redact.json(line)}
+        with self._lock:
+            if not self.behind:
+                try:
+                    self.store.client.xadd(key(self.run_id, "events"), entry)
+                    return line
+                except redis.RedisError as e:
+                    self._away("events", e)
+            if len(self._backlog) < BACKLOG_MAX:
+                self._backlog.append(entry)
+            else:
+                self._dropped += 1
         return line
 
     def clean(self, result: RunResult) -> RunResult:
         return RunResult.model_validate(self.redact.value(result.model_dump(mode="json")))
 
     def status(self, result: RunResult) -> None:
+        import redis
+
         if self._closed:
             return
         text = self.redact.json(result.model_dump(mode="json"))
-        self._write("status", lambda: self.store.client.set(key(self.run_id, "status"), text))
+        with self._lock:
+            if not self.behind:
+                try:
+                    self.store.client.set(key(self.run_id, "status"), text)
+                    return
+                except redis.RedisError as e:
+                    self._away("status", e)
+            self._status = text
 
     def finish(self, result: RunResult) -> None:
         if self._closed:
             return
         self._closed = True
-        self.store.leases.release(self)
         final = self._final
         if final is None or final["seq"] != self._seq:
             self._seq += 1
             final = {**(final or {"kind": RUN_FINISHED, "status": result.status}),
                      "seq": self._seq, "ts": round(time.time(), 3)}
         text = self.redact.json(result.model_dump(mode="json"))
-        if not self.store.finalize(self.run_id, result, text, self.redact.json(final),
-                                   final["seq"], write=self._write):
-            log.warning("run %s was already finalized by another process (its lease had "
-                        "expired); this process's result was not recorded", self.run_id)
+        with self._lock:
+            self._ending = (result, text, self.redact.json(final), final["seq"])
+        if self.catch_up():
+            self.store.leases.release(self)
+
+    def catch_up(self) -> bool:
+        """Write what waits (events, status, final record), in that order; True once the
+        final record is written (or lost to another process's finalization)."""
+        import redis
+
+        with self._lock:
+            try:
+                if self._backlog:
+                    pipe = self.store.client.pipeline(transaction=False)
+                    for entry in self._backlog:
+                        pipe.xadd(key(self.run_id, "events"), entry)
+                    pipe.execute()
+                    self._backlog.clear()
+                    if self._dropped:
+                        log.warning("run %s: %d events were dropped while Redis was away",
+                                    self.run_id, self._dropped)
+                if self._status is not None and self._ending is None:
+                    self.store.client.set(key(self.run_id, "status"), self._status)
+                self._status = None
+                if self._ending is None:
+                    return False
+                result, text, final, seq = self._ending
+                if not self.store.finalize(self.run_id, result, text, final, seq):
+                    log.warning("run %s was already finalized by another process (its lease "
+                                "had expired); this process's result was not recorded",
+                                self.run_id)
+                self._ending = None
+                return True
+            except redis.RedisError as e:
+                self._away("record", e)
+                return False
 
     def cancel_requested(self) -> bool:
-        """Has any process asked this run to stop? (Polled by the lease thread, ≤ 1 s old.)"""
+        """Has any process asked this run to stop? (Polled by the lease thread, ≤ 1 s old.)
+        The executor's event loop asks every second: that is also its sign of life."""
+        self.beat = time.monotonic()
         return self.cancel_flag
+
+    def alive(self) -> bool:
+        """Should the lease thread renew this run's lease? Yes, unless the event loop that
+        polled `cancel_requested` stopped polling for a whole TTL (a wedged loop must not
+        keep a run `running` forever through a thread that is still fine)."""
+        return self.beat is None or time.monotonic() - self.beat < self.store.lease_ttl
 
     def hand_to_queue(self, seconds: float) -> None:
         """This run was queued for a worker (runs/dispatch.py): the lease becomes the
         queue's, for `seconds`, until a worker attaches (its own lease replaces it), and this
         process stops renewing it, so a worker that dies leaves nobody to keep it alive."""
+        import redis
+
         self.store.leases.release(self)
-        self._write("lease", lambda: self.store.client.set(
-            key(self.run_id, "lease"), f"queue:{self.store.holder}", px=int(seconds * 1000)))
+        try:
+            self.store.client.set(key(self.run_id, "lease"), f"queue:{self.store.holder}",
+                                  px=int(seconds * 1000))
+        except redis.RedisError as e:
+            self._away("lease", e)
 
 
 class _Leases:
@@ -148,12 +229,14 @@ class _Leases:
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.interval = min(1.0, store.lease_ttl / 3)
+        self.down = False
         self.renew = store.client.register_script(_RENEW)
 
     def hold(self, record: RedisRecord) -> None:
+        """Take the run's lease (a Redis error here reaches the caller: the run cannot
+        start) and keep it renewed."""
         ms = int(self.store.lease_ttl * 1000)
-        record._write("lease", lambda: self.store.client.set(
-            key(record.run_id, "lease"), self.store.holder, px=ms))
+        self.store.client.set(key(record.run_id, "lease"), self.store.holder, px=ms)
         with self.lock:
             self.held[record.run_id] = record
             if self.thread is None:
@@ -172,8 +255,8 @@ class _Leases:
         stop = threading.Event()
         while not stop.wait(self.interval):
             with self.lock:
-                records = list(self.held.values())
-                if not records:
+                records = [r for r in self.held.values() if r.alive() or r.closed]
+                if not self.held:
                     self.thread = None
                     return
             ms = int(self.store.lease_ttl * 1000)
@@ -185,9 +268,16 @@ class _Leases:
                     pipe.exists(key(r.run_id, "cancel"))
                 replies = pipe.execute()
             except redis.RedisError as e:
-                log.warning("renewing run leases in %s failed: %s", self.store.shown,
-                            scrub(self.store.url, str(e)))
+                if not self.down:  # once per outage, not every second
+                    log.warning("renewing run leases in %s failed: %s; retrying every %.1f s",
+                                self.store.shown, scrub(self.store.url, str(e)), self.interval)
+                self.down = True
                 continue
+            if self.down:
+                log.warning("Redis at %s answers again", self.store.shown)
+                self.down = False
             for i, r in enumerate(records):
                 r.lease_lost = not replies[2 * i]
                 r.cancel_flag = r.cancel_flag or bool(replies[2 * i + 1])
+                if r.behind and r.catch_up():  # Redis is back: the record catches up
+                    self.release(r)

@@ -27,18 +27,19 @@ run ends with its result returned to its caller; the lease then expires and read
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from massgen_mcp.coordination.result import RunResult
-from massgen_mcp.errors import ConfigError, RunNotFoundError
+from massgen_mcp.errors import ConfigError, MassgenError, RunNotFoundError
 from massgen_mcp.redaction import Redactor
 from massgen_mcp.runs.redis_record import PREFIX, RUNS, RedisRecord, _Leases, key
 from massgen_mcp.runs.store import RUN_FINISHED, check_digest, check_run_id
@@ -46,13 +47,48 @@ from massgen_mcp.runs.store_url import masked_url, scrub
 from massgen_mcp.runs.store_usage import tidy, usage_of
 
 log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class StoreUnavailableError(MassgenError):
+    """The Redis store did not answer a read (or the start of a run)."""
+
+
+def _guarded(fn: F) -> F:
+    """A Redis failure in a read becomes a `MassgenError` naming the store (password
+    masked) and the fix, so a tool call fails clearly and the server stays up."""
+    @functools.wraps(fn)
+    def wrapper(self: RedisStore, *args: Any, **kwargs: Any) -> Any:
+        import redis
+
+        try:
+            return fn(self, *args, **kwargs)
+        except redis.RedisError as e:
+            raise self.unavailable(e) from None
+
+    return wrapper  # type: ignore[return-value]
+
 
 LEASE_TTL = 10.0  # seconds without a renewal before a run counts as abandoned
 USAGE = PREFIX + "usage:"
 FOLLOW_BLOCK_MS = 1000  # a follower notices an abandoned run within about this long
 FOLLOW_BATCH = 500
-# A follower rides out a Redis restart: the stream and its place in it outlive the connection.
-FOLLOW_RECONNECT_SECONDS = 30.0
+# The final record in one step (a Redis that fails half-way leaves nothing written, and
+# the writer tries again): the result if none is there yet, then its status, the final
+# event, no lease or cancel flag, and the run's usage added to the counters.
+_FINALIZE = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('XADD', KEYS[3], '*', 'seq', ARGV[3], 'event', ARGV[2])
+redis.call('DEL', KEYS[4], KEYS[5])
+local k = 6
+for i = 4, #ARGV, 3 do
+  if ARGV[i + 1] == 'f' then redis.call('HINCRBYFLOAT', KEYS[k], ARGV[i], ARGV[i + 2])
+  else redis.call('HINCRBY', KEYS[k], ARGV[i], ARGV[i + 2]) end
+  k = k + 1
+end
+return 1
+"""
 INTERRUPTED = ("the process running this run stopped before it finished (its lease in Redis "
                "expired); this is the state it had reached")
 
@@ -78,6 +114,11 @@ class RedisStore:
                 url, decode_responses=True, socket_connect_timeout=connect_timeout,
                 socket_timeout=timeout, retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2))
             self.client.ping()
+        except TypeError as e:  # an option redis-py does not know, from the URL's query
+            raise ConfigError(
+                f"--store {self.shown}: the URL has an option the Redis client does not know "
+                f"({scrub(url, str(e))}); keep to db, ssl_ca_certs, ssl_cert_reqs, "
+                "socket_timeout and the like") from None
         except (redis.RedisError, ValueError, OSError) as e:
             raise ConfigError(
                 f"--store {self.shown}: Redis does not answer ({scrub(url, str(e))}); start "
@@ -85,19 +126,27 @@ class RedisStore:
             ) from None
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.leases = _Leases(self)
+        self._finalize = self.client.register_script(_FINALIZE)
+
+    def unavailable(self, e: Exception) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"the run store {self.shown} did not answer ({scrub(self.url, str(e))}); check "
+            "that redis-server is running there (runs already going keep their results)")
 
     # ------------------------------------------------------------------ writing
 
+    @_guarded
     def open(self, run_id: str, redactor: Redactor, meta: dict[str, Any]) -> RedisRecord:
         record = RedisRecord(self, run_id, redactor)
         text = redactor.json({**meta, "run_id": run_id})
         pipe = self.client.pipeline(transaction=True)
         pipe.set(key(run_id, "meta"), text)
         pipe.zadd(RUNS, {run_id: time.time()})
-        record._write("meta", pipe.execute)
+        pipe.execute()  # a store that cannot record the run refuses it (_guarded)
         self.leases.hold(record)
         return record
 
+    @_guarded
     def attach(self, run_id: str, redactor: Redactor) -> RedisRecord:
         """Continue the record of a run opened elsewhere (a worker executing it)."""
         check_run_id(run_id)
@@ -110,27 +159,20 @@ class RedisStore:
         return record
 
     def finalize(self, run_id: str, result: RunResult, text: str, final_event: str,
-                 seq: int, *, write: Any) -> bool:
+                 seq: int) -> bool:
         """Write a run's final record once: the result (SET NX), its status, the final
         event, its usage into the counters, and drop its lease. False when another process
-        finalized it first."""
-        written = write("result", lambda: self.client.set(key(run_id, "result"), text,
-                                                           nx=True))
-        if not written:
-            return written is None  # None: Redis failed (logged), not a lost race
-        pipe = self.client.pipeline(transaction=True)
-        pipe.set(key(run_id, "status"), text)
+        finalized it first. (Redis errors reach the caller.)"""
+        keys = [key(run_id, part) for part in ("result", "status", "events", "lease",
+                                               "cancel")]
+        args: list[Any] = [text, final_event, seq]
         for provider, row in usage_of(result).items():
             for name, value in row.items():
-                if name == "cost_usd":
-                    if value:
-                        pipe.hincrbyfloat(USAGE + provider, name, value)
-                else:
-                    pipe.hincrby(USAGE + provider, name, int(value))
-        pipe.xadd(key(run_id, "events"), {"seq": seq, "event": final_event})
-        pipe.delete(key(run_id, "lease"), key(run_id, "cancel"))
-        write("final record", pipe.execute)
-        return True
+                if value:
+                    keys.append(USAGE + provider)
+                    args += [name, "f" if name == "cost_usd" else "i",
+                             value if name == "cost_usd" else int(value)]
+        return bool(self._finalize(keys=keys, args=args))
 
     # ------------------------------------------------------------------ reading
 
@@ -138,10 +180,12 @@ class RedisStore:
     def location(self) -> str:
         return self.shown
 
+    @_guarded
     def exists(self, run_id: str) -> bool:
         return bool(self.client.exists(key(check_run_id(run_id), "meta"),
                                        key(run_id, "status")))
 
+    @_guarded
     def meta(self, run_id: str) -> dict[str, Any]:
         text = self.client.get(key(check_run_id(run_id), "meta"))
         if text is None:
@@ -152,6 +196,7 @@ class RedisStore:
             raise RunNotFoundError(f"run {run_id}: its meta in {self.shown} is not an object")
         return data
 
+    @_guarded
     def load(self, run_id: str) -> RunResult:
         pipe = self.client.pipeline(transaction=False)
         for part in ("result", "status", "lease"):
@@ -184,23 +229,22 @@ class RedisStore:
         final = {"seq": seq, "ts": round(time.time(), 3), "kind": RUN_FINISHED,
                  "status": "interrupted", "error": INTERRUPTED}
         text = json.dumps(result.model_dump(mode="json"), ensure_ascii=False)
-
-        def write(_what: str, op: Any) -> Any:
-            return op()
-
-        if self.finalize(run_id, result, text, json.dumps(final), seq, write=write):
+        if self.finalize(run_id, result, text, json.dumps(final), seq):
             return result
         return _result(self.client.get(key(run_id, "result")) or text, run_id)
 
+    @_guarded
     def ids(self, limit: int | None = None) -> list[str]:
         return list(self.client.zrevrange(RUNS, 0, (limit or 0) - 1))
 
+    @_guarded
     def events(self, run_id: str) -> list[dict[str, Any]]:
         entries = self.client.xrange(key(check_run_id(run_id), "events"))
         if not entries and not self.exists(run_id):
             raise RunNotFoundError(f"no run '{run_id}' in {self.shown}")
         return [e for e in (_event(fields) for _id, fields in entries) if e is not None]
 
+    @_guarded
     def request_cancel(self, run_id: str) -> bool:
         """Ask the run to stop wherever it runs; False when it is not running anywhere."""
         pipe = self.client.pipeline(transaction=False)
@@ -217,7 +261,6 @@ class RedisStore:
                      ) -> AsyncIterator[dict[str, Any]]:
         """XREAD BLOCK on the run's stream (see `RunRecords.follow`); between blocks, a run
         that reads as no longer running (its lease gone: finalized now) ends it too."""
-        import anyio
         import redis.asyncio
 
         if not self.exists(run_id):
@@ -227,25 +270,14 @@ class RedisStore:
             self.url, decode_responses=True, socket_connect_timeout=self.connect_timeout,
             socket_timeout=FOLLOW_BLOCK_MS / 1000 + self.timeout)
         quiet_since = time.monotonic()
-        lost_since: float | None = None
         try:
             over = False
             while True:
                 try:
                     replies = await client.xread({stream: last}, count=FOLLOW_BATCH,
                                                  block=None if over else FOLLOW_BLOCK_MS)
-                    lost_since = None
-                except (redis.ConnectionError, redis.TimeoutError) as e:
-                    # Redis restarted (or is briefly unreachable): read again from `last`
-                    # once it answers; give up only after FOLLOW_RECONNECT_SECONDS.
-                    now = time.monotonic()
-                    lost_since = lost_since or now
-                    if now - lost_since >= FOLLOW_RECONNECT_SECONDS:
-                        raise
-                    log.info("run %s: following its events: %s; reconnecting", run_id,
-                             scrub(self.url, str(e)))
-                    await anyio.sleep(0.2)
-                    continue
+                except redis.RedisError as e:
+                    raise self.unavailable(e) from None
                 entries = replies[0][1] if replies else []
                 for entry_id, fields in entries:
                     last = entry_id
@@ -263,19 +295,18 @@ class RedisStore:
                 if not entries and not over:
                     # Nothing for a while: is anyone still running it? (load() finalizes
                     # an abandoned run, whose final event the next read then gets.)
-                    try:
-                        over = self.load(run_id).status != "running"
-                    except (redis.ConnectionError, redis.TimeoutError):
-                        continue  # Redis is away: the next read retries (bounded above)
+                    over = self.load(run_id).status != "running"
                     if idle is not None and time.monotonic() - quiet_since >= idle:
                         quiet_since = time.monotonic()
                         yield {}
         finally:
             await client.aclose()
 
+    @_guarded
     def put_task(self, digest: str, pointer: dict[str, Any]) -> None:
         self.client.set(f"{PREFIX}task:{check_digest(digest)}", json.dumps(pointer))
 
+    @_guarded
     def task_pointer(self, digest: str) -> dict[str, Any] | None:
         text = self.client.get(f"{PREFIX}task:{check_digest(digest)}")
         try:
@@ -284,6 +315,7 @@ class RedisStore:
             return None
         return data if isinstance(data, dict) else None
 
+    @_guarded
     def usage(self) -> dict[str, dict[str, float]]:
         names = sorted(self.client.scan_iter(match=USAGE + "*", count=500))
         pipe = self.client.pipeline(transaction=False)

@@ -18,6 +18,7 @@ detailed result is therefore kept under `MAX_RESULT_BYTES` too (`fit_result`).
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Literal
 
 from mcp.types import CallToolResult, ResourceLink, TextContent
@@ -264,8 +265,11 @@ def fit_result(text: str, structured: dict[str, Any], uri: str, where: str,
     while limit > _MIN_CLIP and _size(clipped_text, clipped) > budget // 2:
         limit //= 2
         clipped_text, clipped = _clip_all(text, limit), _clip_all(structured, limit)
+    # The file only when it is there: a run recorded in Redis (--store) or on another
+    # replica has none on this machine.
+    file = f" and the file {where}" if where and os.path.isfile(where) else ""
     note = (f"\n\n[This result was shortened to fit what MCP clients accept; the full result "
-            f"is the resource {uri} and the file {where}.]")
+            f"is the resource {uri}{file}.]")
     return CallToolResult(
         content=[TextContent(type="text", text=clipped_text + note),
                  ResourceLink(type="resource_link", uri=uri, name="full result",

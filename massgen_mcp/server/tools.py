@@ -190,10 +190,12 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
     @tool_errors
     async def list_backends(ctx: Context) -> BackendsReport:
         """Which providers are usable right now (key present, or local server answering),
-        which team a call without models/team would use, and what to do for the others.
-        Never shows a key."""
-        return await backends_report(app.env, app.default_team,
-                                     sampling_available=host.can_sample(ctx))
+        which team a call without models/team would use, and what to do for the others,
+        and the usage so far by provider (calls, tokens, cost). Never shows a key."""
+        report = await backends_report(app.env, app.default_team,
+                                       sampling_available=host.can_sample(ctx))
+        report.usage = app.store.usage()
+        return report
 
 
 def register_resources(mcp: MCPServer, app: App) -> None:
