@@ -286,7 +286,7 @@ class App:
         dispatch_to_workers(self.engine, queue_timeout)
 
     def worker(self, build: Callable[[RunJob], Awaitable[PreparedRun]], *,
-               concurrency: int = 4, drain_seconds: float = 30.0) -> RunWorker:
+               concurrency: int = 4, drain_seconds: float = 15.0) -> RunWorker:
         """A worker executing queued runs on this app's engine (runs/worker.py); `build`
         prepares a job's run (`massgen-mcp worker`: cli/worker.py)."""
         from massgen_mcp.runs.worker import RunWorker

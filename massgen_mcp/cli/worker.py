@@ -45,9 +45,10 @@ def add_worker_parser(sub: Any) -> None:
                    choices=["restricted", "full"], help="as the front ends' --allow-team-path")
     p.add_argument("--allow-cli-agents", action="store_true",
                    help="as the front ends' --allow-cli-agents")
-    p.add_argument("--drain", type=float, default=30.0, metavar="SECONDS",
+    p.add_argument("--drain", type=float, default=15.0, metavar="SECONDS",
                    help="on SIGTERM, how long the runs in hand may take to finish before they "
-                        "are ended interrupted (default 30)")
+                        "are ended interrupted (default 15; give a service manager at least "
+                        "this plus 15 s before it kills the worker)")
     p.add_argument("--state-dir", default=None,
                    help="where the runs' working directories (workspaces, tool logs) go on "
                         "this machine (default: $MASSGEN_MCP_HOME or ./.massgen)")
@@ -66,6 +67,8 @@ def worker_main(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(args.log_level).upper(),
                                                          logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if logging.getLogger().level > logging.DEBUG:  # saq's own chatter (each job taken,
+        logging.getLogger("saq").setLevel(logging.ERROR)  # its stop) only when debugging
     if args.concurrency < 1:
         print("massgen-mcp worker: --concurrency must be at least 1", file=sys.stderr)
         return 2

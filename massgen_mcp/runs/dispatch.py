@@ -13,12 +13,13 @@ front end without workers never leaves a client waiting in silence.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
 from massgen_mcp.coordination.result import RunResult
+from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.live import LiveRun, notify
 from massgen_mcp.runs.queue import RunJob, enqueue, withdraw
 from massgen_mcp.runs.store import RUN_FINISHED
@@ -37,6 +38,8 @@ QUEUED = "queued"
 WORKER_STARTED = "worker_started"
 #: How often a queued run looks for a cancel request made on this front end.
 CANCEL_POLL_SECONDS = 0.2
+#: How long a front end keeps following a run through a store that stopped answering.
+STORE_AWAY_SECONDS = 60.0
 #: After the stream ends, how long the final record may take to appear (the orchestrator's
 #: `run_finished` comes just before the worker writes it).
 FINAL_RECORD_SECONDS = 15.0
@@ -44,8 +47,6 @@ DEFAULT_QUEUE_TIMEOUT = 300.0
 #: The queue's lease outlives the queue timeout a little: the front end that queued the run
 #: ends it first, with advice; the lease ends it only when that front end is gone.
 QUEUE_LEASE_MARGIN = 30.0
-#: How often the stream is read when the store offers no `follow` of its own.
-POLL_SECONDS = 0.2
 
 
 def worker_advice(store_shown: str) -> str:
@@ -70,6 +71,28 @@ class Dispatcher:
 
     async def execute(self, prepared: PreparedRun) -> RunResult:
         live = prepared.live
+        try:
+            return await self._execute(prepared)
+        except anyio.get_cancelled_exc_class():
+            # The caller went away (or the server stops): the run goes on in its worker
+            # unless someone asked to cancel it; this front end just stops following.
+            with anyio.CancelScope(shield=True):
+                if live.cancel_requested and live.waiting is not None:
+                    await self._stop_queued(live, prepared, "cancelled",
+                                            "cancelled before a worker took it")
+            raise
+        except Exception as e:  # never leave a waiting client hanging, nor a run `running`
+            log.exception("run %s: handing it to a worker failed", live.run_id)
+            if live.result is None:
+                self._end(live, prepared, "failed", f"handing the run to a worker failed: "
+                          f"{scrub(self.url, str(e))}", write=live.waiting is not None)
+            assert live.result is not None
+            return live.result
+        finally:
+            live.done.set()
+
+    async def _execute(self, prepared: PreparedRun) -> RunResult:
+        live = prepared.live
         run_id = live.run_id
         # What leaves the process is redacted, the job included (keys never reach Redis).
         body = live.record.redact.value({"run_id": run_id, **(prepared.call or {})})
@@ -80,41 +103,41 @@ class Dispatcher:
         line = live.record.event(QUEUED, {"message": live.waiting,
                                           "queue_timeout": self.queue_timeout})
         notify(live.listeners, line, what="run listener")
-        hand_over = getattr(live.record, "hand_to_queue", None)
+        hand_over = getattr(live.record, "hand_to_queue", None)  # the Redis record's
         if hand_over is not None:  # the queue holds the lease until a worker attaches
             hand_over(self.queue_timeout + QUEUE_LEASE_MARGIN)
-        try:
-            try:
-                await enqueue(self.queue, job)
-            except Exception as e:  # Redis went away between the record and the queue
-                why = (f"could not queue the run for a worker in {self.store_shown}: "
-                       f"{scrub(self.url, str(e))}")
-                log.error("run %s: %s", run_id, why)
-                live.waiting = None
-                self._end(live, prepared, "failed", why)
-                assert live.result is not None
-                return live.result
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._while_queued, live, prepared)
-                # From after our own event: what follows is the worker's.
-                async for event in follow(self.store, run_id, int(line["seq"])):
-                    if event.get("kind") == WORKER_STARTED:
-                        live.waiting = None
-                    notify(live.listeners, event, what="run listener")
-                tg.cancel_scope.cancel()
-            result = await self._final(run_id)
-        except anyio.get_cancelled_exc_class():
-            # The caller went away (or the server stops): the run goes on in its worker
-            # unless someone asked to cancel it; this front end just stops following.
-            with anyio.CancelScope(shield=True):
-                if live.cancel_requested:
-                    await self._stop_queued(live, prepared, "cancelled",
-                                            "cancelled before a worker took it")
-                live.done.set()
-            raise
+        await enqueue(self.queue, job)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._while_queued, live, prepared)
+            await self._follow(live, int(line["seq"]))
+            tg.cancel_scope.cancel()
+        result = await self._final(run_id)
         if live.result is None:
             self.finish(live, result, prepared.after, write=False)
         return live.result or result
+
+    async def _follow(self, live: LiveRun, seen: int) -> None:
+        """The worker's events, into this front end's listeners, to the run's end. A store
+        that stops answering (Redis restarting) is followed again where it left off, for up
+        to STORE_AWAY_SECONDS."""
+        away: float | None = None
+        while True:
+            try:
+                async for event in self.store.follow(live.run_id, after_seq=seen):
+                    away = None
+                    seen = max(seen, int(event.get("seq") or 0))
+                    if event.get("kind") == WORKER_STARTED:
+                        live.waiting = None
+                    notify(live.listeners, event, what="run listener")
+                return
+            except MassgenError as e:  # StoreUnavailableError: Redis went away
+                now = anyio.current_time()
+                away = now if away is None else away
+                if now - away > STORE_AWAY_SECONDS:
+                    raise
+                log.warning("run %s: following it in %s: %s; trying again", live.run_id,
+                            self.store_shown, e)
+                await anyio.sleep(1.0)
 
     async def _final(self, run_id: str) -> RunResult:
         """The run's final record (the stream ended: it is written, or about to be)."""
@@ -151,36 +174,20 @@ class Dispatcher:
         live.waiting = None
         self._end(live, prepared, status, why)
 
-    def _end(self, live: LiveRun, prepared: PreparedRun, status: str, why: str) -> None:
+    def _end(self, live: LiveRun, prepared: PreparedRun, status: str, why: str, *,
+             write: bool = True) -> None:
+        """End the run here with `status` and `why`; `write`: the record too (not when a
+        worker has the run: its record is the worker's to finish)."""
+        live.waiting = None
         result = RunResult(run_id=live.run_id, status=status,  # type: ignore[arg-type]
                            task=prepared.task[:500], team=prepared.team.name,
                            log_dir=str(live.record.dir), error=why)
-        live.record.event(RUN_FINISHED, {"status": status, "error": why})
-        self.finish(live, result, prepared.after)
-
-
-async def follow(store: Any, run_id: str, after_seq: int = 0) -> AsyncIterator[dict[str, Any]]:
-    """The run's events after `after_seq`, as they come, to its final event (or until the
-    run reads as over): the store's own `follow` when it has one, else by reading the
-    stream again every POLL_SECONDS."""
-    own = getattr(store, "follow", None)
-    if own is not None:
-        async for event in own(run_id, after_seq=after_seq):
-            yield event
-        return
-    seen = after_seq
-    while True:
-        over = store.load(run_id).status != "running"  # an expired lease ends it here
-        for event in store.events(run_id):
-            seq = event.get("seq")
-            if isinstance(seq, int) and seq > seen:
-                seen = seq
-                yield event
-                if event.get("kind") == RUN_FINISHED:
-                    return
-        if over:
-            return
-        await anyio.sleep(POLL_SECONDS)
+        if write:
+            try:
+                live.record.event(RUN_FINISHED, {"status": status, "error": why})
+            except Exception:  # the store is away: the caller still gets the result
+                log.warning("run %s: recording its end failed", live.run_id, exc_info=True)
+        self.finish(live, result, prepared.after, write=write)
 
 
 def dispatch_to_workers(engine: Engine, queue_timeout: float = DEFAULT_QUEUE_TIMEOUT) -> None:

@@ -182,10 +182,10 @@ class Engine:
         store, whose executing process sees the request within a second."""
         live = self.live.get(check_run_id(run_id))
         if live is None or live.result is not None:
-            return self._request_cancel(run_id)
+            return self.store.request_cancel(run_id)
         live.cancel_requested = True
         if live.remote is not None:  # a worker runs it (a queued one is withdrawn here)
-            self._request_cancel(run_id)
+            self.store.request_cancel(run_id)
             return True
         if live.orchestrator is not None:
             live.orchestrator.cancel(self.executor.stop_status())
@@ -200,16 +200,10 @@ class Engine:
             with anyio.move_on_after(timeout):
                 if live is not None:
                     await live.done.wait()
-                else:  # run elsewhere: until its record is final
-                    while self.store.load(run_id).status == "running":
-                        await anyio.sleep(0.1)
+                else:  # run elsewhere: its stream ends with its final record
+                    async for _ in self.store.follow(run_id):
+                        pass
         return requested, self.get(run_id).status
-
-    def _request_cancel(self, run_id: str) -> bool:
-        """Ask through the store (any process executing the run sees it); False when the
-        store cannot reach other processes (the files) or the run is not running."""
-        request = getattr(self.store, "request_cancel", None)
-        return bool(request(run_id)) if request is not None else False
 
     def shut_down(self, reason: str | None = None) -> None:
         """From now on, runs that stop are recorded `interrupted`, with `reason` (else the

@@ -30,6 +30,9 @@ from massgen_mcp.runs.workspace import workspaces_for
 log = logging.getLogger(__name__)
 
 After = Callable[[RunResult], Any]
+#: How often a run looks for a cancel asked by another process (a file's stat, or a flag the
+#: Redis store's lease thread keeps current): well inside the 1 s a cancel may take.
+CANCEL_POLL_SECONDS = 0.25
 
 
 class Executor:
@@ -80,6 +83,7 @@ class Executor:
                 given, env=self.env, run_dir=live.record.dir, workspaces=workspaces))
             async with anyio.create_task_group() as writer:
                 writer.start_soon(live.write_status)
+                writer.start_soon(self._watch_cancel, live)
                 async with AsyncExitStack() as stack:
                     toolboxes = await self._toolboxes(stack, team, live, workspaces)
                     orch = Orchestrator(
@@ -115,6 +119,20 @@ class Executor:
             return result
         await self.pool.release(backends)
         return result
+
+    async def _watch_cancel(self, live: LiveRun) -> None:
+        """A stop asked by another process (`RunRecords.request_cancel`: another replica's
+        cancel_run, a worker's front end) stops the run here within CANCEL_POLL_SECONDS
+        (plus the Redis store's own 0.5 s poll of the flag). Polled until the run ends: the
+        Redis store takes the polling as the run's sign of life (a wedged loop loses its
+        lease)."""
+        asked = False
+        while True:
+            if live.record.cancel_requested() and not asked:
+                asked = live.cancel_requested = True
+                if live.orchestrator is not None:
+                    live.orchestrator.cancel(self.stop_status())
+            await anyio.sleep(CANCEL_POLL_SECONDS)
 
     async def _toolboxes(self, stack: AsyncExitStack, team: Team, live: LiveRun,
                          workspaces: Any = None) -> dict[str, Any]:

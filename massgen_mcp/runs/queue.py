@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from massgen_mcp.errors import InputError, MassgenError
 from massgen_mcp.inputs import MAX_CONTEXT_CHARS, MAX_TASK_CHARS
 from massgen_mcp.runs.store import check_run_id
 
@@ -105,7 +106,10 @@ class RunJob(_Strict):
     @field_validator("run_id")
     @classmethod
     def _run_id(cls, v: str) -> str:
-        return check_run_id(v)
+        try:
+            return check_run_id(v)
+        except InputError as e:
+            raise ValueError(str(e)) from None
 
 
 class MalformedJob(ValueError):
@@ -117,7 +121,7 @@ def read_job(kwargs: dict[str, Any] | None) -> RunJob:
     body = (kwargs or {}).get("job")
     try:
         return RunJob.model_validate(body)
-    except (ValidationError, ValueError, TypeError) as e:
+    except (ValidationError, ValueError, TypeError, MassgenError) as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'job'}: {err['msg']}"
                              for err in e.errors()[:5]) if isinstance(e, ValidationError) \
             else str(e)
@@ -138,6 +142,28 @@ def run_queue(client: Any) -> RedisQueue:
     from saq.queue.redis import RedisQueue
 
     class _Queue(RedisQueue):
+        away = False
+
+        async def dequeue(self, timeout: float = 0.0, poll_interval: float = 0.0) -> Any:
+            """saq's take, except that a Redis that is away (restarting) is waited for, a
+            second between tries, instead of every worker slot retrying in a tight loop."""
+            import anyio
+            import redis
+
+            try:
+                job = await super().dequeue(timeout, poll_interval)
+            except (redis.RedisError, OSError) as e:
+                if not self.away:
+                    log.warning("the job queue's Redis does not answer (%s); trying again "
+                                "every second", type(e).__name__)
+                self.away = True
+                await anyio.sleep(1.0)
+                return None
+            if self.away:
+                log.warning("the job queue's Redis answers again")
+                self.away = False
+            return job
+
         def deserialize(self, payload: Any, status: Any = None) -> Any:
             try:
                 return super().deserialize(payload, status)

@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: How often a running job looks for a cancel request made on any replica (the brief: <= 1 s).
-CANCEL_POLL_SECONDS = 0.25
 #: How long a claim on a run is kept (a run is never executed again after its claim).
 CLAIM_SECONDS = 7 * 86400
 #: After the drain, how long interrupted runs get to record how they ended.
@@ -72,7 +70,7 @@ class RunWorker:
     that message)."""
 
     def __init__(self, queue: RedisQueue, engine: Engine, build: Build, *,
-                 concurrency: int = 4, drain_seconds: float = 30.0,
+                 concurrency: int = 4, drain_seconds: float = 15.0,
                  name: str | None = None) -> None:
         self.queue = queue
         self.engine = engine
@@ -103,11 +101,16 @@ class RunWorker:
         `drain_seconds` (or until `now` is set), and interrupt the rest, recorded as such."""
         from saq import Worker
 
-        worker = Worker(self.queue, functions=[(RUN_FUNCTION, self._job)],
-                        id=self.name, concurrency=self.concurrency,
-                        dequeue_timeout=1.0,  # a stop is noticed between two takes
-                        shutdown_grace_period_s=int(STOP_SECONDS),
-                        timers={"sweep": 60, "abort": 1, "schedule": 1, "worker_info": 10})
+        worker = Worker(
+            self.queue, functions=[(RUN_FUNCTION, self._job)], id=self.name,
+            concurrency=self.concurrency,
+            dequeue_timeout=1.0,  # a stop is noticed between two takes
+            # By the time saq stops, the runs are over (drained or interrupted below): what
+            # is left are its upkeep loops, asleep between two rounds.
+            shutdown_grace_period_s=1,
+            # saq's own abort would cancel a run's task when its sweep misjudges a job just
+            # taken: runs are stopped through the store (`request_cancel`), never by saq.
+            timers={"sweep": 60, "abort": 86400, "schedule": 1, "worker_info": 10})
         worker.SIGNALS = []  # signals are the command's (cli/worker.py), not saq's
         async with anyio.create_task_group() as tg:
             tg.start_soon(worker.start)
@@ -158,6 +161,9 @@ class RunWorker:
             log.error("worker %s: job for run %s has no record (%s); dropped", self.name,
                       job.run_id, e)
             return {"refused": "no such run"}
+        except MassgenError as e:  # the store is away: the run's lease ends it
+            log.error("worker %s: run %s: %s; job dropped", self.name, job.run_id, e)
+            return {"refused": str(e)}
         if state.status != "running":  # ended while queued (cancelled, queue timeout)
             return {"skipped": f"the run is already {state.status}"}
         scope = anyio.CancelScope()
@@ -176,10 +182,17 @@ class RunWorker:
     async def _execute(self, job: RunJob, entry: Any) -> dict[str, Any]:
         try:
             prepared = await self.build(job)
-        except MassgenError as e:
-            log.error("worker %s: refused run %s: %s", self.name, job.run_id, e)
-            self._refuse(job.run_id, str(e))
-            return {"status": "failed", "error": str(e)}
+        except Exception as e:
+            error = str(e) if isinstance(e, MassgenError) else \
+                f"internal error preparing the run: {type(e).__name__}: {e}"
+            log.error("worker %s: refused run %s: %s", self.name, job.run_id, error,
+                      exc_info=not isinstance(e, MassgenError))
+            try:
+                self._refuse(job.run_id, error)
+            except Exception:  # the store is away: the run's lease ends it, unanswered here
+                log.exception("worker %s: recording the refusal of %s failed", self.name,
+                              job.run_id)
+            return {"status": "failed", "error": error}
         live = prepared.live
         prepared.after = None  # the outcome (a stored plan) is the front end's to make
         live.on_event(WORKER_STARTED, {"worker": self.name,
@@ -187,27 +200,21 @@ class RunWorker:
         if live.record.cancel_requested():
             live.cancel_requested = True  # asked while queued: it stops before any call
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._watch, prepared, entry)
+            if entry is not None:
+                tg.start_soon(self._watch, prepared, entry)
             result = await prepared.start()
             tg.cancel_scope.cancel()
         return {"status": result.status}
 
     async def _watch(self, prepared: PreparedRun, entry: Any) -> None:
-        """While the run goes: a cancel asked anywhere stops it (within CANCEL_POLL_SECONDS),
-        and the queue's heartbeat of the job is kept."""
-        live = prepared.live
-        touched = anyio.current_time()
-        while live.result is None:
-            await anyio.sleep(CANCEL_POLL_SECONDS)
-            if not live.cancel_requested and live.record.cancel_requested():
-                log.info("worker %s: cancel requested for %s", self.name, live.run_id)
-                self.engine.cancel(live.run_id)
-            if entry is not None and anyio.current_time() - touched >= JOB_TOUCH_SECONDS:
-                touched = anyio.current_time()
-                try:
-                    await entry.update()
-                except Exception:  # the queue's bookkeeping only: the run goes on
-                    log.debug("touching job %s failed", live.run_id, exc_info=True)
+        """While the run goes, keep the queue's heartbeat of its job (a cancel asked anywhere
+        is the executor's to see: `Executor._watch_cancel`)."""
+        while prepared.live.result is None:
+            await anyio.sleep(JOB_TOUCH_SECONDS)
+            try:
+                await entry.update()
+            except Exception:  # the queue's bookkeeping only: the run goes on
+                log.debug("touching job %s failed", prepared.run_id, exc_info=True)
 
     async def _claim(self, run_id: str) -> bool:
         key = f"massgen-mcp:claim:{run_id}"

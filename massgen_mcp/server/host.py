@@ -140,6 +140,9 @@ class ToolHost:
             while True:
                 await anyio.sleep(HEARTBEAT_SECONDS)
                 if anyio.current_time() - last >= HEARTBEAT_SECONDS:
+                    if live.waiting is not None:  # queued: no worker has taken it yet
+                        await report(live.waiting)
+                        continue
                     snap = live.snapshot()
                     working = [a.agent_id for a in snap.agents if a.status == "working"] \
                         if snap else []
