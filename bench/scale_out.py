@@ -229,6 +229,10 @@ def main() -> int:
         if s.phases:
             print(f"{s.name}: median " + ", ".join(f"{k} {v * 1000:.0f} ms"
                                                   for k, v in s.phases.items()))
+    for s in sides:
+        if s.burst.session_errors:
+            print(f"  {s.name}: {len(s.burst.session_errors)} MCP session(s) broke, e.g. "
+                  f"{s.burst.session_errors[0]}")
     failed = [(s.name, c) for s in sides for c in s.burst.calls if not c.ok]
     for name, c in failed[:5]:
         print(f"  {name}: call {c.index} failed: {c.status or '-'} {c.error}")
@@ -243,6 +247,7 @@ def main() -> int:
             "completed": len(walls), "throughput_per_s": round(len(walls) / total, 2),
             "p50_s": round(percentile(walls, 50), 3), "p95_s": round(percentile(walls, 95), 3),
             "burst_s": round(total, 2), "peak_rss_kib": s.peak_kib,
+            "session_errors": len(s.burst.session_errors),
             "cpu_s": {k: round(v, 2) for k, v in s.cpu_s.items()},
             "serial_wall_median_s": round(statistics.median(s.serial_walls), 4),
             "serial_cpu_per_run_s": round(s.serial_cpu_s / args.serial, 4), "redis": s.redis,
