@@ -230,6 +230,10 @@ def main() -> int:
             print(f"{s.name}: median " + ", ".join(f"{k} {v * 1000:.0f} ms"
                                                   for k, v in s.phases.items()))
     for s in sides:
+        kept = sum(c.kept for c in s.burst.calls)
+        if kept:
+            print(f"  {s.name}: {kept} run(s) completed with the team's stored answer (its "
+                  "presentation did not come back in time under this load; still its own)")
         if s.burst.session_errors:
             print(f"  {s.name}: {len(s.burst.session_errors)} MCP session(s) broke, e.g. "
                   f"{s.burst.session_errors[0]}")
@@ -248,6 +252,7 @@ def main() -> int:
             "p50_s": round(percentile(walls, 50), 3), "p95_s": round(percentile(walls, 95), 3),
             "burst_s": round(total, 2), "peak_rss_kib": s.peak_kib,
             "session_errors": len(s.burst.session_errors),
+            "kept_stored_answer": sum(c.kept for c in s.burst.calls),
             "cpu_s": {k: round(v, 2) for k, v in s.cpu_s.items()},
             "serial_wall_median_s": round(statistics.median(s.serial_walls), 4),
             "serial_cpu_per_run_s": round(s.serial_cpu_s / args.serial, 4), "redis": s.redis,
