@@ -192,11 +192,8 @@ class Dispatcher:
 
 def dispatch_to_workers(engine: Engine, queue_timeout: float = DEFAULT_QUEUE_TIMEOUT) -> None:
     """Make `engine` (on the Redis store) hand the runs of tool calls to workers."""
-    import redis.asyncio
-
-    from massgen_mcp.runs.queue import run_queue
+    from massgen_mcp.runs.queue import queue_on
 
     url: str = getattr(engine.store, "url")  # noqa: B009 (the Redis store's; Protocol has none)
-    client = redis.asyncio.Redis.from_url(url)  # bytes replies: saq decodes its own
-    engine.dispatcher = Dispatcher(run_queue(client), engine.store, url=url,
+    engine.dispatcher = Dispatcher(queue_on(url), engine.store, url=url,
                                    finish=engine.executor.finish, queue_timeout=queue_timeout)

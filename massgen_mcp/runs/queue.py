@@ -135,6 +135,15 @@ def _load(payload: str | bytes) -> dict[str, Any]:
     return data
 
 
+def queue_on(url: str) -> RedisQueue:
+    """The run queue on the Redis at `url` (the store's): its own asyncio client, with bytes
+    replies (saq decodes its own) and a bounded connect, so an unreachable Redis fails a
+    call instead of blocking it. (No read timeout: saq's pub/sub listener blocks on reads.)"""
+    import redis.asyncio
+
+    return run_queue(redis.asyncio.Redis.from_url(url, socket_connect_timeout=3.0))
+
+
 def run_queue(client: Any) -> RedisQueue:
     """The saq queue on `client` (a `redis.asyncio.Redis`), with JSON (never pickle) and an
     entry that is not a saq job dropped with a log line instead of breaking the worker's

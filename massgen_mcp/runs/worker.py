@@ -86,13 +86,10 @@ class RunWorker:
     @classmethod
     def on_store(cls, engine: Engine, build: Build, **options: Any) -> RunWorker:
         """A worker on the queue of `engine`'s store (the Redis store: its `url`)."""
-        import redis.asyncio
-
-        from massgen_mcp.runs.queue import run_queue
+        from massgen_mcp.runs.queue import queue_on
 
         url: str = getattr(engine.store, "url")  # noqa: B009 (the Redis store's)
-        client = redis.asyncio.Redis.from_url(url)  # bytes replies: saq decodes its own
-        return cls(run_queue(client), engine, build, **options)
+        return cls(queue_on(url), engine, build, **options)
 
     # ------------------------------------------------------------------ serving
 
