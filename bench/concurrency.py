@@ -72,7 +72,7 @@ class Load:
 
 
 async def _call(client: Client, call: Call, go: anyio.Event) -> None:
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         call.progress += 1
 
     await go.wait()
