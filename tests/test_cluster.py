@@ -274,7 +274,9 @@ async def test_cancel_from_another_replica(cluster: Cluster, provider: ScriptedP
             starter, canceller = c.replicas_for("tools/call")[:2]
             assert starter != canceller, c.served
             body = cancelled.structured_content or {}
-            assert body["cancelled"] is True and body["status"] == "cancelled", body
+            # Stopped, or (a loaded machine: the wait for it is bounded) asked to stop.
+            assert (body["cancelled"] is True and body["status"] == "cancelled") or (
+                body["status"] == "running" and "asked the run to stop" in body["message"]), body
             data = await poll_run(c, run_id)
             assert data["status"] == "cancelled"
             await check_record(c, run_id, task)
