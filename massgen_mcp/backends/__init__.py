@@ -81,6 +81,7 @@ _REGISTRY: dict[str, str] = {
     "codex": "massgen_mcp.backends.cli.codex:CodexBackend",
     "gemini_cli": "massgen_mcp.backends.cli.gemini_cli:GeminiCliBackend",
     "copilot": "massgen_mcp.backends.cli.copilot:CopilotBackend",
+    "ag2": "massgen_mcp.backends.ag2:AG2Backend",
 }
 
 

@@ -56,6 +56,13 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
     for p in PROVIDERS.values():
         if p.name in ("chatcompletion", "sampling", "function", "test") or p.wire in CLI_WIRES:
             continue  # coding-agent CLIs are reported by cli_statuses()
+        if p.wire == "ag2":  # an optional extra, with the keys of its llm_config entries
+            from massgen_mcp.backends.ag2 import ag2_status_fix
+
+            fix = ag2_status_fix()
+            out.append(ProviderStatus(provider=p.name, wire_format=p.wire, usable=not fix,
+                                      fix=fix))
+            continue
         if p.local:
             models = local.get(p.name)
             endpoint = env.get(f"{p.name.upper()}_BASE_URL") or p.base_url

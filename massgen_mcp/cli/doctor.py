@@ -121,6 +121,8 @@ def _print_text(f: Findings, project: Path, out: TextIO) -> None:
         if p.local:
             detail = (f"answering at {p.endpoint} ({len(p.models)} models)" if p.usable
                       else "not answering")
+        elif p.wire_format == "ag2":  # an optional extra; keys by each llm_config's api_type
+            detail = "AG2 installed" if p.usable else "AG2 not installed"
         else:
             detail = (f"key set ({p.key_hint or 'present'})" if p.key_present
                       else "no key")

@@ -98,6 +98,10 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                    help="let tool calls put coding-agent CLIs (claude_code, codex, gemini_cli) "
                         "on a team through `models` or a --allow-team-path file; bundled, "
                         "--team and --team-dir teams may always use them")
+    p.add_argument("--cli-standbys", type=int, default=default(6), metavar="N",
+                   help="warm coding-agent CLI processes kept between runs, one per team "
+                        "member, so a member's next run skips the CLI's start-up (default 6; "
+                        "0: none)")
     p.add_argument("--state-dir", default=default(None),
                    help="where runs, plans and checkpoints are kept (default: $MASSGEN_MCP_HOME "
                         "or ./.massgen)")

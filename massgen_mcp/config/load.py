@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
+from massgen_mcp.config.ag2 import primary_key_env, shape_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.massgen_keys import (
     COSMETIC,
@@ -55,6 +56,8 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
     key_source = "team file" if api_key is not None else None
     if api_key is None and provider.wire != "sampling" and not provider.local:
         key_env = provider.key_env
+        if provider.wire == "ag2":  # the first llm_config entry's provider (config/ag2.py)
+            key_env = primary_key_env(b, base_url)
         if b.type == "chatcompletion" and base_url:
             match = provider_for_base_url(base_url)
             key_env = match.key_env if match else key_env
@@ -168,11 +171,13 @@ def team_from_data(
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping with an 'agents' list at the top level")
     problems: list[str] = []
-    data = _expand(_massgen_shape(data), env, problems)
+    ag2_problems: list[str] = []  # what an ag2 member's agent_config gets wrong
+    # An ag2 member's first llm_config entry becomes its backend fields before expansion.
+    data = _expand(shape_team(_massgen_shape(data), ag2_problems), env, problems)
     data, unset, server_notes = _isolate_unset(data, problems)
     # A file that is refused anyway names these too (every problem at once).
     unset_lines = [f"{where}: {p}" for i in sorted(unset) for p in unset[i]]
-    problems = [f"{where}: {p}" for p in problems]
+    problems = [f"{where}: {p}" for p in [*problems, *ag2_problems]]
     problems += [f"{where}: {p}" for p in near_misses(data)]
     try:
         team = TeamConfig.model_validate(data)

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from massgen_mcp.config.ag2 import AG2_BACKEND_KEYS, is_ag2
+from massgen_mcp.config.ag2 import losses as ag2_losses
 from massgen_mcp.config.team import VOTING_SENSITIVITY, TeamConfig
 
 _CUSTOM = "agents do not get MassGen's custom tools"
@@ -155,9 +157,12 @@ def unhonoured(data: Any) -> dict[str, list[str]]:
             "orchestrator.voting_sensitivity")
     cli = _cli_backends(data)
     sent = _chat_backends(data)  # extra_body is sent by the OpenAI-compatible backend
+    ag2 = _ag2_backends(data)  # an AG2 member's agent_config is read (config/ag2.py)
     for what in list(out):
         out[what] = [p for p in out[what]
-                     if not (p.endswith(".extra_body") and p.rsplit(".", 1)[0] in sent)]
+                     if not (p.endswith(".extra_body") and p.rsplit(".", 1)[0] in sent)
+                     and not (p.rsplit(".", 1)[0] in ag2
+                              and p.rsplit(".", 1)[1] in AG2_BACKEND_KEYS)]
         # a coding-agent CLI backend honours its own keys; any backend the shell keys
         out[what] = [p for p in out[what] if (p.rsplit(".", 1)[0] not in cli
                      or p.rsplit(".", 1)[1] not in CLI_KEYS) and not (
@@ -165,6 +170,8 @@ def unhonoured(data: Any) -> dict[str, list[str]]:
                          and p.rsplit(".", 1)[1] in SHELL_KEYS)]
         if not out[what]:
             del out[what]
+    for what, paths in ag2_losses(data).items():  # what an AG2 agent_config does not get
+        out.setdefault(what, []).extend(paths)
     for i, entry in enumerate(orch.get("context_paths") or []):
         if cli or _shell_backends(data):
             break  # the winning coding agent's changes are written back (runs/workspace.py)
@@ -195,6 +202,13 @@ def _shell_backends(data: Any) -> set[str]:
     return {f"agents[{i}].backend" for i, a in enumerate(agents)
             if isinstance(a, dict) and isinstance(a.get("backend"), dict)
             and a["backend"].get("enable_mcp_command_line") is True}
+
+
+def _ag2_backends(data: Any) -> set[str]:
+    """Paths of the AG2 members (``type: ag2``) in a raw team tree."""
+    agents = data.get("agents") if isinstance(data.get("agents"), list) else []
+    return {f"agents[{i}].backend" for i, a in enumerate(agents)
+            if isinstance(a, dict) and is_ag2(a.get("backend"))}
 
 
 def _cli_backends(data: Any) -> set[str]:

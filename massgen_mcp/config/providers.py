@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function",
-               "test", "claude_code", "codex", "gemini_cli", "copilot"]
+               "test", "claude_code", "codex", "gemini_cli", "copilot", "ag2"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +87,9 @@ PROVIDERS: dict[str, Provider] = {
                  signup="https://github.com/google-gemini/gemini-cli"),
         Provider("copilot", "copilot", default_model="default",
                  signup="https://github.com/features/copilot/cli"),
+        # An AG2 agent (optional extra massgen-mcp[ag2]); its model, endpoint and key come
+        # from its agent_config's llm_config (config/ag2.py).
+        Provider("ag2", "ag2", signup="https://docs.ag2.ai/"),
     ]
 }
 
@@ -109,7 +112,6 @@ ALIASES: dict[str, str] = {
 
 # MassGen backend types that this project does not implement (yet).
 UNSUPPORTED: dict[str, str] = {
-    "ag2": "AG2 agents are not supported; use an API backend",
     "antigravity_cli": "it drives Google's Antigravity CLI (agy); use type: gemini with a "
                        "GEMINI_API_KEY",
 }

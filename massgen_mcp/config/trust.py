@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from massgen_mcp.config.ag2 import restricted_paths as ag2_restricted_paths
 from massgen_mcp.config.env import expand_vars, redirects
 from massgen_mcp.config.yaml_file import check_path_text
 from massgen_mcp.errors import ConfigError
@@ -158,6 +159,7 @@ def check_restricted(data: Any, where: str) -> None:
                       if k in _PROCESSES or k in _REDIRECTING]
             found += [f"agents[{i}].backend.{k} (${{...}})" for k, v in backend.items()
                       if k not in _PROCESSES and k not in _REDIRECTING and _has_var(v)]
+            found += ag2_restricted_paths(backend, f"agents[{i}].backend")  # nested llm_config
     if found:
         raise ConfigError(
             f"{where}: {', '.join(found)}: a team file named by a tool call may not start "

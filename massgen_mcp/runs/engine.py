@@ -211,6 +211,7 @@ class Engine:
         if reason:
             self.executor.stop_reason = reason
         self.executor.shutting_down = True
+        self.pool.kill_standbys()  # warm coding-agent CLIs kept for later runs (pool.py)
 
     async def wait_for_live_runs(self) -> None:
         """Until every run live in this process has closed its record."""

@@ -7,7 +7,9 @@ turns). The pool is bounded: past `size`, the least recently used backend is evi
 client closed, as soon as no run still uses it.
 
 Backends bound to one run (a coding-agent CLI holds a session; sampling talks to the calling
-client; a function is looked up per run) are built for the run and closed with it.
+client; a function is looked up per run) are built for the run and closed with it. A
+coding-agent member that ends its run leaves a warm standby of its CLI for the next run with
+that member (`standby.py`): the CLI's start-up is then paid between runs, not in one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.config.team import AgentSpec, Team
 from massgen_mcp.errors import BackendError, MassgenError
 from massgen_mcp.messages import Message, ToolSpec, Turn
+from massgen_mcp.runs.standby import Standbys
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +48,13 @@ class BrokenBackend:
 
 
 class BackendPool:
-    """`acquire()` a run's backends, `release()` them when the run ends."""
+    """`acquire()` a run's backends, `release()` them when the run ends. `standby_size`:
+    warm CLI processes kept between runs (the server keeps `standby.STANDBY_SIZE`, see
+    ``--cli-standbys``; none by default, for one-shot callers)."""
 
-    def __init__(self, size: int = BACKEND_POOL_SIZE) -> None:
+    def __init__(self, size: int = BACKEND_POOL_SIZE, standby_size: int = 0) -> None:
         self.size = size
+        self.standbys = Standbys(standby_size)
         self._kept: OrderedDict[str, Backend] = OrderedDict()  # least recently used first
         self._users: dict[int, int] = {}  # id(backend) -> runs using it now
         self._evicted: dict[int, Backend] = {}  # out of the pool, still used by a run
@@ -78,7 +84,11 @@ class BackendPool:
     def _backend(self, spec: AgentSpec, context: BackendContext, run_context: BackendContext,
                  taken: dict[str, Backend], closing: list[Backend]) -> Backend:
         if spec.provider.wire in CLI_WIRES:
-            return create_backend(spec, run_context)
+            warm, expired = self.standbys.take(spec, run_context)
+            closing += expired
+            cli = warm if warm is not None else create_backend(spec, run_context)
+            self.standbys.note(cli, spec, run_context)
+            return cli
         key = backend_key(spec)
         if key is None:
             return create_backend(spec, context)
@@ -108,13 +118,25 @@ class BackendPool:
             if evicted is not None:
                 closing.append(evicted)
         await _close_all(closing)
+        with anyio.CancelScope(shield=True):  # started after the run's CLIs are stopped
+            for backend in closing:
+                try:
+                    await _close_all(await self.standbys.replace(backend))
+                except Exception:
+                    log.debug("starting a standby failed", exc_info=True)
 
     async def aclose(self) -> None:
-        """Close every kept backend (runs still using one keep it until they release it)."""
+        """Close every kept backend (runs still using one keep it until they release it) and
+        every standby."""
+        await _close_all(self.standbys.drain())
         idle = [b for b in self._kept.values() if id(b) not in self._users]
         self._evicted.update({id(b): b for b in self._kept.values() if id(b) in self._users})
         self._kept.clear()
         await _close_all(idle)
+
+    def kill_standbys(self) -> None:
+        """The server is exiting: kill the standbys now, and start no more."""
+        self.standbys.kill_now()
 
     def _is_pooled(self, backend: Backend) -> bool:
         return any(b is backend for b in self._kept.values()) or id(backend) in self._evicted
@@ -133,12 +155,18 @@ class BackendPool:
 
 
 async def _close_all(backends: list[Backend]) -> None:
+    """Close them all at once (a CLI may take a moment to exit: no one waits on the next)."""
+
+    async def close(backend: Backend) -> None:
+        try:
+            await backend.aclose()
+        except Exception:
+            log.debug("closing backend failed", exc_info=True)
+
     with anyio.CancelScope(shield=True):  # a cancelled run still closes what it opened
-        for backend in backends:
-            try:
-                await backend.aclose()
-            except Exception:
-                log.debug("closing backend failed", exc_info=True)
+        async with anyio.create_task_group() as tg:
+            for backend in backends:
+                tg.start_soon(close, backend)
 
 
 def backend_key(spec: AgentSpec) -> str | None:

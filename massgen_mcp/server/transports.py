@@ -138,6 +138,7 @@ def serve(args: argparse.Namespace) -> int:
               allow_cli_agents=args.allow_cli_agents,
               allow_checkpoint_team_override=args.allow_checkpoint_team_override,
               checkpoint_approval=args.checkpoint_approval)
+    app.keep_cli_standbys(args.cli_standbys)
     if getattr(args, "store", None) and not getattr(args, "run_here", False):
         from massgen_mcp.runs.redis_store import RedisStore
 

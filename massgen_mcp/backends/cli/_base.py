@@ -1,4 +1,6 @@
-"""What the three CLI backends share: one `turn()` = one headless CLI invocation.
+"""What the CLI backends share; here one `turn()` is one headless CLI invocation (Copilot),
+while `_live.py` (Claude Code, stream-json) and `_rpc.py` (Codex app-server, Gemini CLI ACP)
+keep one CLI process up across a member's turns.
 
 The seam with the orchestrator is the ordinary `Backend.turn()`: the CLI gets the turn's
 workflow tools (`new_answer`, `vote`, or a plan/checkpoint answer format's `new_answer`) from
@@ -17,6 +19,7 @@ import json
 import logging
 import os
 import tempfile
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +91,7 @@ class CliBackend:
             self.notes.append(f"ignored unsupported keys: {', '.join(self.opts.unknown)}")
         self._bridge = CallBridge()
         self.session_id: str | None = None
+        self.sessions: list[str] = []  # every CLI session this agent used, in order
         self._sent: list[Message] = []
         self._proc: CliProcess | None = None
         self._stdin: Path | None = None
@@ -141,6 +145,8 @@ class CliBackend:
         self._sent = list(messages)
         if state.session_id:
             self.session_id = state.session_id
+            if state.session_id not in self.sessions:
+                self.sessions.append(state.session_id)
         if calls:
             return Turn(state.text, tuple(calls), state.usage, "tool_use")
         if state.error:
@@ -225,6 +231,18 @@ class CliBackend:
         self._stdin = self.root / "prompt.txt"
         self._stdin.write_text(text, encoding="utf-8")
         return None
+
+    def session_args(self, prompt: str, resume: str | None) -> list[str]:
+        """``--add-dir`` for each snapshot the prompt may read, then ``--resume ID``, or
+        ``--session-id`` with a new id (kept as `session_id`): the flags Claude Code and the
+        Copilot CLI spell alike."""
+        argv: list[str] = []
+        for d in self.snapshot_dirs(prompt):
+            argv += ["--add-dir", str(d)]
+        if resume:
+            return [*argv, "--resume", resume]
+        self.session_id = str(uuid.uuid4())
+        return [*argv, "--session-id", self.session_id]
 
     def snapshot_dirs(self, prompt: str) -> list[Path]:
         return [p for _, p in self._workspaces.snapshots_in(prompt)] if self._workspaces else []

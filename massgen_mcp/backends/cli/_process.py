@@ -132,6 +132,12 @@ class CliProcess:
                 await asyncio.wait_for(self._proc.wait(), KILL_GRACE_SECONDS)
 
 
+    def kill_now(self) -> None:
+        """SIGKILL the whole group without waiting (the server is exiting)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+
+
 async def run_cli(argv: list[str], env: Mapping[str, str],
                   timeout: float = 15.0) -> tuple[int, str]:
     """Run a short CLI command (``--version``, ``auth status``): exit code and output

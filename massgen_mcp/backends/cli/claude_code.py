@@ -15,7 +15,8 @@ shared/reference/cli-agents.md.
 from __future__ import annotations
 
 import json
-import uuid
+import os
+from pathlib import Path
 from typing import Any
 
 from massgen_mcp.backends.cli._base import SERVER_NAME, TurnState
@@ -26,6 +27,7 @@ DEFAULT_PERMISSION_MODE = "acceptEdits"  # file edits in its workspace; shell ne
 
 
 class ClaudeCodeBackend(StreamingCliBackend):
+    can_move = True  # the set_cwd control request (see move_requests)
     default_command = "claude"
     display = "Claude Code"
     install_hint = "install it with `npm install -g @anthropic-ai/claude-code`"
@@ -40,6 +42,28 @@ class ClaudeCodeBackend(StreamingCliBackend):
         return {"type": "user", "session_id": self.session_id or "",
                 "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
                 "parent_tool_use_id": None}
+
+    def move_requests(self, workspace: Path, dirs: list[Path]) -> list[dict[str, Any]]:
+        """``set_cwd`` (2.1.332, "the headless twin of /cd"; before the first turn the
+        session starts as if launched there) and the snapshot directories as
+        ``--add-dir`` would give them (``permissions.additionalDirectories`` in the flag
+        settings layer). The workspace is one the server made for this run: trusting it is
+        what ``-p`` does for the directory it is started in."""
+        path = os.path.realpath(workspace)
+        out: list[dict[str, Any]] = [{"subtype": "set_cwd", "path": path,
+                                      "trust_accepted": True, "trusted_directory": path}]
+        if dirs:
+            out.append({"subtype": "apply_flag_settings", "settings": {"permissions": {
+                "additionalDirectories": [str(d) for d in dirs]}}})
+        return out
+
+    def moved(self, request: dict[str, Any], response: dict[str, Any]) -> bool:
+        if response.get("subtype") != "success":
+            return False
+        if request["subtype"] != "set_cwd":
+            return True
+        body = response.get("response") or {}
+        return body.get("status") == "ok" and body.get("cwd") == request["path"]
 
     def command(self, exe: str, prompt: str, system_text: str, mcp: dict[str, Any],
                 resume: str | None, live: bool = False) -> tuple[list[str], dict[str, str]]:
@@ -66,13 +90,7 @@ class ClaudeCodeBackend(StreamingCliBackend):
             argv += ["--model", self.model]
         if o.max_turns:
             argv += ["--max-turns", str(o.max_turns)]
-        for d in self.snapshot_dirs(prompt):
-            argv += ["--add-dir", str(d)]
-        if resume:
-            argv += ["--resume", resume]
-        else:
-            self.session_id = str(uuid.uuid4())
-            argv += ["--session-id", self.session_id]
+        argv += self.session_args(prompt, resume)
         extra = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
                  # wait for the MCP servers before the first model request (else the tools
                  # may not exist yet), see the reference

@@ -1,4 +1,17 @@
-"""Codex as a team member: ``codex exec --json``, resumed with ``codex exec resume``.
+"""Codex as a team member: one long-lived ``codex app-server`` per member (JSON-RPC on its
+stdio, `_rpc.py`), a thread per run, a turn per turn.
+
+Observed with 0.171.0 against the loopback scripted provider: ``initialize`` (then the
+``initialized`` notification) takes ~0.5 s and makes no model request; ``thread/start`` takes
+the run's working directory, the model and ``developerInstructions`` (the coordination rules,
+as a developer message); ``turn/start`` answers at once and the turn ends with a
+``turn/completed`` notification (``item/completed`` carries the agent's messages and tool
+calls, ``thread/tokenUsage/updated`` the usage). MCP servers are the process's (its
+``config.toml``), so a standby fits a run only with the same workflow tools, and a member with
+stdio MCP servers of its own is not kept warm (they start in the process's directory). Any
+approval the server asks for is declined (``approval_policy = "never"`` asks none). A failed
+or timed-out turn stops the process; the next turn starts a new thread with the whole
+conversation.
 
 Each agent gets its own ``CODEX_HOME`` under the run with a ``config.toml`` written here:
 the workflow MCP server (``required = true``: the first request waits for its tools;
@@ -18,11 +31,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from massgen_mcp.backends.cli._base import CliBackend, TurnState
+from massgen_mcp.backends.cli._base import TurnState
+from massgen_mcp.backends.cli._rpc import RpcCliBackend, RpcClient, obj
 from massgen_mcp.errors import PermanentBackendError
+from massgen_mcp.messages import Usage
 
 KEY_VAR = "MASSGEN_CODEX_API_KEY"
-_TOOL_ITEMS = frozenset({"mcp_tool_call", "command_execution", "file_change", "web_search"})
+_TOOL_ITEMS = frozenset({"mcpToolCall", "commandExecution", "fileChange", "webSearch"})
 
 
 def _toml(value: Any) -> str:
@@ -53,15 +68,15 @@ def native_binary(exe: str) -> str:
     return exe
 
 
-class CodexBackend(CliBackend):
+class CodexBackend(RpcCliBackend):
     default_command = "codex"
     display = "Codex"
     install_hint = "install it with `npm install -g @openai/codex`"
     login_hint = ("log in with `codex login`, or give backend.api_key (with base_url for "
                   "another endpoint)")
 
-    def command(self, exe: str, prompt: str, system_text: str, mcp: dict[str, Any],
-                resume: str | None) -> tuple[list[str], dict[str, str]]:
+    def live_command(self, exe: str, system_text: str, mcp: dict[str, Any],
+                     resume: str | None) -> tuple[list[str], dict[str, str]]:
         home = self.root / "codex-home"
         home.mkdir(parents=True, exist_ok=True)
         self._write_config(home, mcp)
@@ -76,22 +91,75 @@ class CodexBackend(CliBackend):
                 raise PermanentBackendError(
                     f"Codex is not logged in (no {auth}, no CODEX_API_KEY or OPENAI_API_KEY): "
                     f"{self.login_hint}", provider=self.provider, model=self.model)
-        flags = ["--json", "--skip-git-repo-check", "--disable", "plugins"]
-        if self.model and self.model != "default":
-            flags += ["-m", self.model]
-        # Codex has no system-prompt flag for exec: the coordination rules lead the prompt.
-        text = self.prompt_arg(f"{system_text}\n\n{prompt}" if not resume else prompt) or "-"
-        if resume:
-            argv = [native_binary(exe), "exec", "resume", *flags, resume, text]
-        else:
-            for d in self.snapshot_dirs(prompt):
-                flags += ["--add-dir", str(d)]
-            argv = [native_binary(exe), "exec", *flags, text]
+        argv = [native_binary(exe), "app-server", "--disable", "plugins"]
         extra = {"CODEX_HOME": str(home)}
         key = self.api_key()
         if key is not None and self._spec.base_url:
             extra[KEY_VAR] = key
         return argv, self.child_env(**extra)
+
+    def initialize_params(self) -> dict[str, Any]:
+        return {"clientInfo": {"name": "massgen-mcp", "version": "1"}}
+
+    async def initialized(self, rpc: RpcClient) -> None:
+        await rpc.notify("initialized")
+
+    def fits(self, tools_file: Path) -> bool:
+        # The workflow server is the process's: it lists what it was started with.
+        plan = self._warm_plan
+        return plan is not None and plan.listing == tools_file.read_text(encoding="utf-8")
+
+    async def open(self, rpc: RpcClient, system_text: str, tools_file: Path) -> str:
+        params: dict[str, Any] = {"cwd": str(self.workspace),
+                                  "developerInstructions": system_text}
+        if self.model and self.model != "default":
+            params["model"] = self.model
+        thread = obj((await rpc.request("thread/start", params)).get("thread"))
+        tid = str(thread.get("id") or "")
+        if not tid:
+            raise EOFError("thread/start gave no thread id")
+        self.session_id = tid
+        return ""
+
+    async def prompt(self, rpc: RpcClient, prompt: str, state: TurnState) -> None:
+        done: list[dict[str, Any]] = []
+        tokens = Usage()
+
+        def notify(method: str, params: dict[str, Any]) -> None:
+            if method == "item/completed":
+                item = obj(params.get("item"))
+                if item.get("type") == "agentMessage" and isinstance(item.get("text"), str):
+                    state.text = item["text"]
+                elif item.get("type") in _TOOL_ITEMS:
+                    state.usage.calls += 1  # each tool round trip is one more model request
+            elif method == "thread/tokenUsage/updated":
+                last = obj(obj(params.get("tokenUsage")).get("last"))
+                tokens.input_tokens += int(last.get("inputTokens") or 0)
+                tokens.output_tokens += int(last.get("outputTokens") or 0)
+            elif method == "turn/completed":
+                done.append(obj(params.get("turn")))
+            elif method == "error":
+                err = obj(params.get("error"))
+                if not params.get("willRetry") and err.get("message"):
+                    state.error = str(err["message"])
+
+        await rpc.request("turn/start", {"threadId": self.session_id, "input": [
+            {"type": "text", "text": prompt}]}, notify, self._serve)
+        if not done:
+            await rpc.wait(None, notify, self._serve, done=lambda: bool(done))
+        turn = done[0]
+        state.got_result = True
+        state.usage = Usage(input_tokens=tokens.input_tokens, output_tokens=tokens.output_tokens,
+                            calls=state.usage.calls + 1)
+        if turn.get("status") not in ("completed", None):
+            state.error = str(obj(turn.get("error")).get("message") or state.error
+                              or f"the turn ended {turn.get('status')}")
+
+    def _serve(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The server's own requests: approvals are declined (the config asks for none)."""
+        if method.endswith("requestApproval"):
+            return {"decision": "decline"}
+        return None
 
     def _write_config(self, home: Path, mcp: dict[str, Any]) -> None:
         o = self.opts
@@ -118,29 +186,6 @@ class CodexBackend(CliBackend):
             if name == "massgen":
                 lines.append("required = true")
         (home / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-    def on_event(self, event: dict[str, Any], state: TurnState) -> None:
-        kind = event.get("type")
-        if kind == "thread.started":
-            state.session_id = event.get("thread_id") or state.session_id
-            self.session_id = state.session_id
-        elif kind == "item.completed":
-            item = event.get("item") or {}
-            if item.get("type") == "agent_message" and isinstance(item.get("text"), str):
-                state.text = item["text"]
-            elif item.get("type") in _TOOL_ITEMS:
-                state.usage.calls += 1  # each tool round trip is one more model request
-        elif kind == "turn.completed":
-            state.got_result = True
-            u = event.get("usage") or {}
-            state.usage.input_tokens += int(u.get("input_tokens") or 0)
-            state.usage.output_tokens += int(u.get("output_tokens") or 0)
-            state.usage.calls += 1
-        elif kind in ("turn.failed", "error"):
-            err = event.get("error") if kind == "turn.failed" else event
-            message = (err or {}).get("message") if isinstance(err, dict) else None
-            if message and "reconnecting" not in str(message).lower():
-                state.error = str(message)
 
     def classify(self, error: str) -> str | None:
         low = error.lower()

@@ -22,7 +22,6 @@ loopback scripted provider):
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from massgen_mcp.backends.cli._base import CliBackend, TurnState
@@ -50,13 +49,7 @@ class CopilotBackend(CliBackend):
                 "--disable-client-telemetry", "--additional-mcp-config", f"@{config}"]
         if self.model and self.model != "default":
             argv += ["--model", self.model]
-        for d in self.snapshot_dirs(prompt):
-            argv += ["--add-dir", str(d)]
-        if resume:
-            argv += ["--resume", resume]
-        else:
-            self.session_id = str(uuid.uuid4())
-            argv += ["--session-id", self.session_id]
+        argv += self.session_args(prompt, resume)
         extra = {"COPILOT_AUTO_UPDATE": "false", "NO_COLOR": "1"}
         if self.endpoint_mode:
             extra["COPILOT_HOME"] = str(self.root / "copilot-home")
