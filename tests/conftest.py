@@ -64,3 +64,7 @@ def redis_server() -> Iterator[RedisServer]:
     """A Redis of this test's own, for tests that stop or restart it (`restart()`)."""
     with RedisServer() as server:
         yield server
+
+
+# The cluster fixtures (haproxy, replicas, workers, Redis) of tests/test_cluster*.py.
+from cluster_checks import _programs, cluster, own_cluster, redis_module  # noqa: E402, F401

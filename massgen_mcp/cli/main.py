@@ -61,6 +61,11 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     p.add_argument("--allowed-host", action="append", default=default([]), metavar="NAME",
                    help="an extra Host name clients use to reach a non-loopback server; "
                         "repeatable (this machine's names are allowed already)")
+    p.add_argument("--stateless-http", action="store_true", default=default(False),
+                   help="streamable-http: keep no MCP session in this process, so any replica "
+                        "behind a load balancer serves any request of a 2025-11-25 client "
+                        "(2026-07-28 clients are sessionless anyway); such clients then get no "
+                        "mid-call sampling. For replicas sharing a --store")
     p.add_argument("--request-timeout", type=float, default=default(15.0), metavar="SECONDS",
                    help="HTTP: close a connection whose request has not fully arrived in this "
                         "time (default 15)")

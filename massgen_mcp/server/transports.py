@@ -88,8 +88,9 @@ async def _plain(send: Any, status: int, text: str) -> None:
 
 
 def http_app(mcp: MCPServer, transport: str, host: str, token: str | None,
-             allowed_hosts: list[str] | None = None) -> Any:
-    """The MCP endpoint behind the Host/Origin check (always) and the token (when set)."""
+             allowed_hosts: list[str] | None = None, stateless: bool = False) -> Any:
+    """The MCP endpoint behind the Host/Origin check (always) and the token (when set).
+    `stateless`: no MCP session lives in this process (for replicas behind a balancer)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     # The SDK's own check only knows three spellings of loopback and compares case-sensitively:
@@ -98,7 +99,8 @@ def http_app(mcp: MCPServer, transport: str, host: str, token: str | None,
     if transport == "sse":
         app = mcp.sse_app(transport_security=security, host=host)
     else:
-        app = mcp.streamable_http_app(transport_security=security, host=host)
+        app = mcp.streamable_http_app(transport_security=security, host=host,
+                                      stateless_http=stateless)
     return HostCheck(BearerAuth(app, token) if token else app,
                      served_names(host, allowed_hosts))
 
@@ -255,7 +257,8 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
         def capture_signals(self) -> Any:  # we handle signals ourselves (see _on_signals)
             return contextlib.nullcontext()
 
-    asgi = http_app(mcp, args.transport, args.host, token, args.allowed_host)
+    asgi = http_app(mcp, args.transport, args.host, token, args.allowed_host,
+                    stateless=bool(getattr(args, "stateless_http", False)))
     # The run viewer at /runs, behind the same token and Host checks.
     asgi = with_viewer(asgi, app, host=args.host, port=args.port, token=token,
                        allowed_hosts=args.allowed_host)
