@@ -11,6 +11,9 @@ import os
 from pathlib import Path
 
 STATE_DIR_ENV = "MASSGEN_MCP_HOME"
+#: The `--store` URL when the option is not given. From the real environment only (a
+#: project's `.env` never sets it): a URL with a password then stays out of `ps` output.
+STORE_ENV = "MASSGEN_MCP_STORE"
 
 
 def state_dir(explicit: str | Path | None = None, cwd: Path | None = None) -> Path:
@@ -20,6 +23,11 @@ def state_dir(explicit: str | Path | None = None, cwd: Path | None = None) -> Pa
     if env:
         return Path(env).expanduser().resolve()
     return ((cwd or Path.cwd()) / ".massgen").resolve()
+
+
+def store_from_env() -> str | None:
+    """`$MASSGEN_MCP_STORE`, the default of every `--store` option (None when unset)."""
+    return os.environ.get(STORE_ENV) or None
 
 
 def runs_dir(base: Path) -> Path:

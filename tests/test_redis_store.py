@@ -124,6 +124,35 @@ def test_the_server_command_refuses_a_store_it_cannot_reach(tmp_path: Path) -> N
     assert "sekret-pass-123" not in out.stderr + out.stdout
 
 
+@pytest.mark.parametrize("command", [[], ["worker"], ["export", "latest"]])
+def test_the_store_url_may_come_from_the_environment_and_never_from_a_project_env(
+        tmp_path: Path, command: list[str]) -> None:
+    """$MASSGEN_MCP_STORE keeps a password out of `ps`; a hostile repository's `.env` must
+    not point the records (tasks, answers) at a Redis of its choosing."""
+    import os
+
+    url = f"redis://:sekret-pass-123@127.0.0.1:{free_port()}/0"
+    env = {k: v for k, v in os.environ.items() if k != "MASSGEN_MCP_STORE"}
+    argv = [sys.executable, "-m", "massgen_mcp.cli", *command, "--state-dir", str(tmp_path)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL, cwd=tmp_path,
+                         env={**env, "MASSGEN_MCP_STORE": url})
+    assert out.returncode != 0, out.stderr
+    assert "does not answer" in out.stderr and ":***@" in out.stderr
+    assert "sekret-pass-123" not in out.stderr + out.stdout
+
+    (tmp_path / ".env").write_text(f"MASSGEN_MCP_STORE={url}\n")
+    if command == ["worker"]:  # a worker has no file store to fall back to
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL, cwd=tmp_path, env=env)
+        assert out.returncode == 2 and "--store" in out.stderr
+        assert "sekret-pass-123" not in out.stderr + out.stdout
+    elif command:  # export: reads the files, finds no run there
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL, cwd=tmp_path, env=env)
+        assert "does not answer" not in out.stderr and "no runs" in out.stderr, out.stderr
+
+
 def test_an_unknown_run_is_not_found(redis_url: str, tmp_path: Path) -> None:
     store = open_store(redis_url, tmp_path)
     with pytest.raises(RunNotFoundError):

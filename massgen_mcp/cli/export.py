@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from massgen_mcp.cli.view import STORE_HELP, open_records, resolve_run
-from massgen_mcp.paths import state_dir
+from massgen_mcp.paths import state_dir, store_from_env
 
 
 def add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,7 +20,7 @@ def add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                                    "the Redis store or a state directory; `massgen-mcp view "
                                    "--state-dir DIR` reads it back.")
     p.add_argument("run_id", metavar="RUN_ID|latest", help="the run")
-    p.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
+    p.add_argument("--store", default=store_from_env(), metavar="URL", help=STORE_HELP)
     p.add_argument("--state-dir", default=None,
                    help="the state directory read when --store is not given")
     p.add_argument("--to", default=None, metavar="DIR",

@@ -105,11 +105,13 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
     p.add_argument("--state-dir", default=default(None),
                    help="where runs, plans and checkpoints are kept (default: $MASSGEN_MCP_HOME "
                         "or ./.massgen)")
-    p.add_argument("--store", default=default(None), metavar="URL",
+    from massgen_mcp.paths import store_from_env
+
+    p.add_argument("--store", default=default(store_from_env()), metavar="URL",
                    help="keep run records, events, cancellation, tasks and usage counters in "
                         "Redis (redis://HOST:PORT/DB, rediss://..., redis://:PASSWORD@HOST/DB, "
                         "unix:///path/redis.sock?db=N) so several processes share them "
-                        "(default: files in the state directory)")
+                        "(default: $MASSGEN_MCP_STORE, else files in the state directory)")
     p.add_argument("--run-here", action="store_true", default=default(False),
                    help="with --store redis://: execute runs in this process instead of "
                         "handing them to `massgen-mcp worker` processes (the records are "

@@ -8,13 +8,13 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING
 
-from massgen_mcp.paths import state_dir
+from massgen_mcp.paths import state_dir, store_from_env
 
 if TYPE_CHECKING:
     from massgen_mcp.runs.store import RunRecords
 
 STORE_HELP = ("the run records' Redis (redis://HOST:PORT/DB, as the server's --store); "
-              "default: the files in the state directory")
+              "default: $MASSGEN_MCP_STORE, else the files in the state directory")
 
 
 def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,7 +28,7 @@ def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     view.add_argument("--no-open", action="store_true", help="do not open a browser")
     view.add_argument("--state-dir", default=None, help="where the runs are (default: "
                                                         "$MASSGEN_MCP_HOME or ./.massgen)")
-    view.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
+    view.add_argument("--store", default=store_from_env(), metavar="URL", help=STORE_HELP)
     report = sub.add_parser("report", help="write one run as a self-contained HTML file",
                             description="Write a run as one HTML file with no scripts and no "
                                         "network fetches, to share or attach to a pull request.")
@@ -36,7 +36,7 @@ def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     report.add_argument("-o", "--output", default=None,
                         help="the file to write (default: RUN_ID.html; '-' for stdout)")
     report.add_argument("--state-dir", default=None, help="where the runs are")
-    report.add_argument("--store", default=None, metavar="URL", help=STORE_HELP)
+    report.add_argument("--store", default=store_from_env(), metavar="URL", help=STORE_HELP)
 
 
 def open_records(args: argparse.Namespace) -> RunRecords:

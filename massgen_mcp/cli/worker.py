@@ -31,9 +31,13 @@ def add_worker_parser(sub: Any) -> None:
                     "and execute them. Give workers the same --team, --team-dir and provider "
                     "keys as the front ends: a job whose team resolves differently here is "
                     "refused (the run ends failed, saying so).")
-    p.add_argument("--store", required=True, metavar="URL",
+    from massgen_mcp.paths import store_from_env
+
+    env_store = store_from_env()
+    p.add_argument("--store", required=env_store is None, default=env_store, metavar="URL",
                    help="the front ends' Redis (redis://HOST:PORT/DB, rediss://..., "
-                        "redis://:PASSWORD@HOST/DB, unix:///path/redis.sock?db=N)")
+                        "redis://:PASSWORD@HOST/DB, unix:///path/redis.sock?db=N; default: "
+                        "$MASSGEN_MCP_STORE)")
     p.add_argument("--concurrency", type=int, default=4, metavar="N",
                    help="runs executed at once (default 4)")
     p.add_argument("--team", default=None,
