@@ -63,12 +63,12 @@ class RunningServer:
 
 
 @contextmanager
-def http_server(cwd: Path, *args: str, transport: str = "streamable-http",
-                env: dict[str, str] | None = None, timeout: float = 30.0
-                ) -> Iterator[RunningServer]:
-    """Run `massgen-mcp --transport ...` and yield once it prints that it is listening."""
-    port = free_port()
-    cmd = [EXE, "--transport", transport, "--port", str(port), *args]
+def started(cmd: list[str], cwd: Path, env: dict[str, str] | None, ready_when: str,
+            what: str, timeout: float = 30.0, stop_seconds: float = 10.0
+            ) -> Iterator[tuple[subprocess.Popen[str], list[str], str]]:
+    """Run `cmd` in its own process group and yield (process, stderr lines so far, the line
+    that says it is ready: the first containing `ready_when`); SIGTERM to the group when
+    done (SIGKILL after `stop_seconds`)."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=server_env(env), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -79,7 +79,7 @@ def http_server(cwd: Path, *args: str, transport: str = "streamable-http",
         assert proc.stderr is not None
         for line in proc.stderr:
             lines.append(line)
-            if "listening on" in line:
+            if ready_when in line:
                 ready.put(line)
         ready.put(None)
 
@@ -90,17 +90,27 @@ def http_server(cwd: Path, *args: str, transport: str = "streamable-http",
         except queue.Empty:
             line = None
         if line is None:
-            raise RuntimeError("server did not start:\n" + "".join(lines))
-        url = line.split("listening on ", 1)[1].split(" ", 1)[0]
-        yield RunningServer(proc, url, lines)
+            raise RuntimeError(f"{what} did not start:\n" + "".join(lines))
+        yield proc, lines, line
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
-                proc.wait(10)
+                proc.wait(stop_seconds)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+@contextmanager
+def http_server(cwd: Path, *args: str, transport: str = "streamable-http",
+                env: dict[str, str] | None = None, timeout: float = 30.0
+                ) -> Iterator[RunningServer]:
+    """Run `massgen-mcp --transport ...` and yield once it prints that it is listening."""
+    cmd = [EXE, "--transport", transport, "--port", str(free_port()), *args]
+    with started(cmd, cwd, env, "listening on", "server", timeout) as (proc, lines, line):
+        url = line.split("listening on ", 1)[1].split(" ", 1)[0]
+        yield RunningServer(proc, url, lines)
 
 
 @asynccontextmanager

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
 import subprocess
-import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -24,7 +22,7 @@ import anyio
 import pytest
 from agents import answer_then_vote, has_answered, presenting
 from mcp import Client
-from mcp_harness import EXE, free_port, server_env, stdio_params, write_team
+from mcp_harness import EXE, free_port, server_env, started, stdio_params, write_team
 from scripted_provider import TEST_KEY, Hang, Reply, ScriptedProvider, ScriptRequest, answer
 
 from massgen_mcp.app import App
@@ -54,38 +52,9 @@ def worker(cwd: Path, redis_url: str, team: Path | None, *args: str,
     """`massgen-mcp worker --store URL --team TEAM ...`, once it says it takes runs."""
     cmd = [EXE, "worker", "--store", redis_url, "--log-level", "INFO",
            *(["--team", str(team)] if team else []), *args]
-    proc = subprocess.Popen(cmd, cwd=cwd, env=server_env(env), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    lines: list[str] = []
-    ready: queue.Queue[str | None] = queue.Queue()
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            if "taking runs from" in line:
-                ready.put(line)
-        ready.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    w = WorkerProcess(proc, lines)
-    try:
-        try:
-            line = ready.get(timeout=START_TIMEOUT)
-        except queue.Empty:
-            line = None
-        if line is None:
-            raise RuntimeError("worker did not start:\n" + "".join(lines))
-        yield w
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    with started(cmd, cwd, env, "taking runs from", "worker", START_TIMEOUT,
+                 stop_seconds=30) as (proc, lines, _):
+        yield WorkerProcess(proc, lines)
 
 
 @asynccontextmanager
