@@ -32,13 +32,13 @@ if TYPE_CHECKING:  # the engine and the team models load at the first run (start
     from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
     from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
     from massgen_mcp.runs.live import LiveRun
-    from massgen_mcp.runs.queue import RunJob
+    from massgen_mcp.runs.scale.queue import RunJob
+    from massgen_mcp.runs.scale.worker import RunWorker
     from massgen_mcp.runs.store import RunRecords
-    from massgen_mcp.runs.worker import RunWorker
 
 
 #: The team the current call chose and how the caller named it (`team_for`): a run handed to a
-#: worker carries the reference, never the resolved team and its keys (runs/queue.py).
+#: worker carries the reference, never the resolved team and its keys (runs/scale/queue.py).
 _chosen: ContextVar[tuple[Team, dict[str, Any]] | None] = ContextVar("chosen_team",
                                                                       default=None)
 
@@ -161,7 +161,7 @@ class App:
         return final
 
     def _call(self, team: Team, call: dict[str, Any]) -> dict[str, Any] | None:
-        """The job a worker can run for this call (runs/queue.py), or None when it must run
+        """The job a worker can run for this call (runs/scale/queue.py), or None when it must run
         here: its team is not one `team_for` chose for this tool call, or it samples the
         client's own model (only this process has the client's session)."""
         chosen = _chosen.get()
@@ -297,17 +297,17 @@ class App:
 
     def hand_runs_to_workers(self, queue_timeout: float = 300.0) -> None:
         """With the Redis store: the runs of tool calls go to `massgen-mcp worker` processes
-        (runs/dispatch.py) instead of running here; a run no worker takes within
+        (runs/scale/dispatch.py) instead of running here; a run no worker takes within
         `queue_timeout` seconds ends `interrupted`, saying how to start one."""
-        from massgen_mcp.runs.dispatch import dispatch_to_workers
+        from massgen_mcp.runs.scale.dispatch import dispatch_to_workers
 
         dispatch_to_workers(self.engine, queue_timeout)
 
     def worker(self, build: Callable[[RunJob], Awaitable[PreparedRun]], *,
                concurrency: int = 4, drain_seconds: float = 15.0) -> RunWorker:
-        """A worker executing queued runs on this app's engine (runs/worker.py); `build`
+        """A worker executing queued runs on this app's engine (runs/scale/worker.py); `build`
         prepares a job's run (`massgen-mcp worker`: cli/worker.py)."""
-        from massgen_mcp.runs.worker import RunWorker
+        from massgen_mcp.runs.scale.worker import RunWorker
 
         return RunWorker.on_store(self.engine, build, concurrency=concurrency,
                                   drain_seconds=drain_seconds)

@@ -144,7 +144,7 @@ def runs_in_redis(url: str) -> int:
     """How many runs the store holds (its index of run ids, read from Redis itself)."""
     import redis
 
-    from massgen_mcp.runs.redis_store import RUNS
+    from massgen_mcp.runs.scale.redis_store import RUNS
 
     client = redis.Redis.from_url(url)
     try:

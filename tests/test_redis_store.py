@@ -32,7 +32,7 @@ from massgen_mcp.runs.store_url import check_store_url, masked_url
 
 async def test_a_run_recorded_in_redis_is_read_back_by_another_store(
         provider: ScriptedProvider, redis_url: str, tmp_path: Path) -> None:
-    from massgen_mcp.runs.redis_store import RedisStore
+    from massgen_mcp.runs.scale.redis_store import RedisStore
 
     provider.script("redis-a", answer_then_vote("42"))
     team = make_team(provider, [("a", "openai_chat", "redis-a")])

@@ -6,7 +6,7 @@
 A worker resolves each job's team again with its own configuration (its `--team`,
 `--team-dir` and provider keys: give it the same as the front ends) and refuses a job whose
 agents differ from the ones the front end recorded. Then it executes the run on that record
-with the same engine a single process uses (runs/worker.py). SIGTERM/SIGINT: take no more
+with the same engine a single process uses (runs/scale/worker.py). SIGTERM/SIGINT: take no more
 jobs, let the runs in hand finish for `--drain` seconds, then end them `interrupted` with
 their best answer; a second signal skips the wait.
 """
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from massgen_mcp.app import App
     from massgen_mcp.runs.engine import PreparedRun
-    from massgen_mcp.runs.queue import RunJob
+    from massgen_mcp.runs.scale.queue import RunJob
 
 
 def add_worker_parser(sub: Any) -> None:
@@ -78,7 +78,7 @@ def worker_main(args: argparse.Namespace) -> int:
         return 2
     state = state_dir(args.state_dir)
     try:
-        from massgen_mcp.runs.redis_store import RedisStore
+        from massgen_mcp.runs.scale.redis_store import RedisStore
 
         policy = TeamPolicy.create(args.team_dir, args.allow_team_path, [args.team])
         store = open_store(args.store, state)
@@ -123,7 +123,7 @@ async def build_run(app: App, job: RunJob) -> PreparedRun:
     against the agents the front end recorded, the mode's arguments as the front end gave
     them. A `MassgenError` says why this worker will not run it."""
     from massgen_mcp.errors import InputError
-    from massgen_mcp.runs.queue import ConsensusCall
+    from massgen_mcp.runs.scale.queue import ConsensusCall
 
     team = await app.team_for(from_tool=True, **job.team.model_dump())
     recorded = app.run_meta(job.run_id).get("agents")

@@ -37,7 +37,7 @@ __all__ = ["Engine", "Listener", "PreparedRun"]
 
 
 class Dispatch(Protocol):
-    """Executes prepared runs elsewhere (runs/dispatch.py: queued for a worker)."""
+    """Executes prepared runs elsewhere (runs/scale/dispatch.py: queued for a worker)."""
 
     async def execute(self, prepared: PreparedRun) -> RunResult: ...
 
@@ -55,7 +55,7 @@ class PreparedRun:
     backend_context: BackendContext | None = None
     #: Runs on the finished result (e.g. stores the winning plan); its value is `outcome`.
     after: Callable[[RunResult], Any] | None = None
-    #: The call as a worker can make it again (`runs/queue.py` RunJob without the run id:
+    #: The call as a worker can make it again (`runs/scale/queue.py` RunJob without the run id:
     #: mode arguments and team reference), or None when only this process can run it.
     call: dict[str, Any] | None = None
 
@@ -92,7 +92,8 @@ class Engine:
         self.live: dict[str, LiveRun] = {}
         self.pool = pool if pool is not None else BackendPool()
         self.executor = Executor(self.env, self.pool, self.live)
-        #: Set on a front end that hands runs to workers (`--store redis://`, runs/dispatch.py).
+        #: Set on a front end that hands runs to workers (`--store redis://`,
+        #: runs/scale/dispatch.py).
         self.dispatcher: Dispatch | None = None
 
     # ------------------------------------------------------------------ running

@@ -51,7 +51,7 @@ class LiveRun:
     outcome_error: str | None = None  # why the `after` hook failed
     cancel_requested: bool = False
     dirty: anyio.Event = field(default_factory=anyio.Event)  # status.json is behind
-    #: A run executed by a worker (runs/dispatch.py): its status as the store has it.
+    #: A run executed by a worker (runs/scale/dispatch.py): its status as the store has it.
     remote: Callable[[], RunResult] | None = None
     #: While a dispatched run waits in the queue: what to tell the client.
     waiting: str | None = None

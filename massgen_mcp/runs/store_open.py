@@ -18,6 +18,6 @@ def open_store(url: str | None, state: Path, **options: float) -> RunRecords:
     if url is None or url == "":
         return RunStore(state)
     url = check_store_url(url)
-    from massgen_mcp.runs.redis_store import RedisStore  # redis is imported only here
+    from massgen_mcp.runs.scale.redis_store import RedisStore  # redis is imported only here
 
     return RedisStore(url, state, **options)

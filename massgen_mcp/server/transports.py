@@ -142,7 +142,7 @@ def serve(args: argparse.Namespace) -> int:
               checkpoint_approval=args.checkpoint_approval)
     app.keep_cli_standbys(args.cli_standbys)
     if getattr(args, "store", None) and not getattr(args, "run_here", False):
-        from massgen_mcp.runs.redis_store import RedisStore
+        from massgen_mcp.runs.scale.redis_store import RedisStore
 
         if isinstance(store, RedisStore):  # runs go to `massgen-mcp worker` processes
             app.hand_runs_to_workers(getattr(args, "queue_timeout", 300.0))

@@ -3,7 +3,7 @@ event stream, so that progress, heartbeats, `wait=false`, tasks and `get_run` be
 client exactly as for a run executed here.
 
 The front end has opened the run's record (`Engine.prepare`); it queues the call
-(`runs/queue.py`), then follows the record's events (`RunRecords.follow`) into the same
+(`runs/scale/queue.py`), then follows the record's events (`RunRecords.follow`) into the same
 listeners an in-process run feeds, and returns the final result the worker recorded. While
 no worker has taken the run, progress and heartbeats say so and name the command that starts
 one; after `queue_timeout` the run is withdrawn and ends `interrupted` with that advice, so a
@@ -21,7 +21,7 @@ import anyio
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.live import LiveRun, notify
-from massgen_mcp.runs.queue import RunJob, enqueue, withdraw
+from massgen_mcp.runs.scale.queue import RunJob, enqueue, withdraw
 from massgen_mcp.runs.store import RUN_FINISHED
 from massgen_mcp.runs.store_url import masked_url, scrub
 
@@ -192,7 +192,7 @@ class Dispatcher:
 
 def dispatch_to_workers(engine: Engine, queue_timeout: float = DEFAULT_QUEUE_TIMEOUT) -> None:
     """Make `engine` (on the Redis store) hand the runs of tool calls to workers."""
-    from massgen_mcp.runs.queue import queue_on
+    from massgen_mcp.runs.scale.queue import queue_on
 
     url: str = getattr(engine.store, "url")  # noqa: B009 (the Redis store's; Protocol has none)
     engine.dispatcher = Dispatcher(queue_on(url), engine.store, url=url,

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import ConfigError, MassgenError, RunNotFoundError
 from massgen_mcp.redaction import Redactor
-from massgen_mcp.runs.redis_record import PREFIX, RUNS, RedisRecord, _Leases, key
+from massgen_mcp.runs.scale.redis_record import PREFIX, RUNS, RedisRecord, _Leases, key
 from massgen_mcp.runs.store import RUN_FINISHED, check_digest, check_run_id
 from massgen_mcp.runs.store_url import masked_url, scrub
 from massgen_mcp.runs.store_usage import tidy, usage_of

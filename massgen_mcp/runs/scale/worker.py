@@ -32,8 +32,8 @@ import anyio
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError, RunNotFoundError
 from massgen_mcp.redaction import Redactor, configured_secrets
-from massgen_mcp.runs.dispatch import WORKER_STARTED
-from massgen_mcp.runs.queue import (
+from massgen_mcp.runs.scale.dispatch import WORKER_STARTED
+from massgen_mcp.runs.scale.queue import (
     JOB_TOUCH_SECONDS,
     RUN_FUNCTION,
     MalformedJob,
@@ -86,7 +86,7 @@ class RunWorker:
     @classmethod
     def on_store(cls, engine: Engine, build: Build, **options: Any) -> RunWorker:
         """A worker on the queue of `engine`'s store (the Redis store: its `url`)."""
-        from massgen_mcp.runs.queue import queue_on
+        from massgen_mcp.runs.scale.queue import queue_on
 
         url: str = getattr(engine.store, "url")  # noqa: B009 (the Redis store's)
         return cls(queue_on(url), engine, build, **options)

@@ -19,7 +19,7 @@ The queue is saq (https://github.com/tobymao/saq), chosen over arq, taskiq and p
   and a worker with a concurrency limit and a graceful stop;
 - maintained (releases through 2026).
 What happens to a *run* whose worker dies is not the queue's business: the run's lease in the
-store ends it `interrupted` with its best answer (see runs/worker.py for why no other worker
+store ends it `interrupted` with its best answer (see runs/scale/worker.py for why no other worker
 takes it over). The queue only hands each job to one worker, once.
 """
 

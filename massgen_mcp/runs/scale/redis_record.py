@@ -32,7 +32,7 @@ class RedisStore(Protocol):
     def finalize(self, run_id: str, result: RunResult, text: str, final_event: str,
                  seq: int) -> bool: ...
 
-log = logging.getLogger("massgen_mcp.runs.redis_store")
+log = logging.getLogger("massgen_mcp.runs.scale.redis_store")
 
 PREFIX = "massgen:"
 # Renews the lease if this holder still has it; takes it back if it lapsed while nobody
@@ -206,7 +206,7 @@ class RedisRecord:
         return self.beat is None or time.monotonic() - self.beat < self.store.lease_ttl
 
     def hand_to_queue(self, seconds: float) -> None:
-        """This run was queued for a worker (runs/dispatch.py): the lease becomes the
+        """This run was queued for a worker (runs/scale/dispatch.py): the lease becomes the
         queue's, for `seconds`, until a worker attaches (its own lease replaces it), and this
         process stops renewing it, so a worker that dies leaves nobody to keep it alive."""
         import redis
