@@ -56,11 +56,11 @@ class ClaudeRun:
         return [m.get("method", "") for m in self.sent if "method" in m]
 
 
-def run_claude(provider: ScriptedProvider, tmp_path: Path, tool: str, arguments: dict[str, Any],
-               server_args: list[str], env: dict[str, str] | None = None,
-               timeout: float = 240) -> ClaudeRun:
-    """`claude -p` that calls `mcp__massgen__<tool>(arguments)` once, with the allow rule
-    for massgen's tools, and ends its turn when the result is in."""
+def _one_call(provider: ScriptedProvider, tmp_path: Path, tool: str,
+              arguments: dict[str, Any], server_args: list[str]) -> tuple[Path, Path]:
+    """Script the model to call `mcp__massgen__<tool>(arguments)` once, and write the MCP
+    config that starts our server with what the client sends teed to a file; returns
+    (that file, the config)."""
 
     def driver(req: ScriptRequest) -> Reply:
         if req.tool_results:
@@ -74,6 +74,16 @@ def run_claude(provider: ScriptedProvider, tmp_path: Path, tool: str, arguments:
     config.write_text(json.dumps({"mcpServers": {"massgen": {
         "type": "stdio", "command": "/bin/sh",
         "args": ["-c", f"tee -a {shlex.quote(str(sent))} | exec {serve}"]}}}))
+    return sent, config
+
+
+def run_claude(provider: ScriptedProvider, tmp_path: Path, tool: str, arguments: dict[str, Any],
+               server_args: list[str], env: dict[str, str] | None = None,
+               timeout: float = 240) -> ClaudeRun:
+    """`claude -p` that calls `mcp__massgen__<tool>(arguments)` once, with the allow rule
+    for massgen's tools, and ends its turn when the result is in."""
+
+    sent, config = _one_call(provider, tmp_path, tool, arguments, server_args)
     base = server_env()
     run_env = {**base, "HOME": str(tmp_path / "home"),
                "PATH": f"{_claude().parent}{os.pathsep}{base.get('PATH', '')}",
@@ -122,18 +132,7 @@ def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str
     import signal
     import time
 
-    def driver(req: ScriptRequest) -> Reply:
-        if req.tool_results:
-            return Text(DONE)
-        return ToolCalls([Call(f"mcp__massgen__{tool}", arguments)])
-
-    provider.script(DRIVER, driver)
-    sent = tmp_path / "client-to-server.jsonl"
-    serve = " ".join(shlex.quote(a) for a in [EXE, *server_args])
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"massgen": {
-        "type": "stdio", "command": "/bin/sh",
-        "args": ["-c", f"tee -a {shlex.quote(str(sent))} | exec {serve}"]}}}))
+    sent, config = _one_call(provider, tmp_path, tool, arguments, server_args)
     home = tmp_path / "home"
     claude_settings_home(home, tmp_path)
     base = server_env()
