@@ -148,7 +148,8 @@ def field_comments(source: str) -> dict[tuple[str, str], str]:
     """(class, field) -> the comment the field carries in `source`: the comment at the end
     of its line(s), else the comment lines right above it."""
     comments: dict[tuple[str, str], str] = {}
-    klass, above, pending = "", [], None
+    klass, pending = "", None
+    above: list[str] = []
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
     line_start = True
     depth = 0
