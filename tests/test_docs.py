@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from doc_pages import DOCS, README, ROOT, section
+from doc_pages import DOCS, README, ROOT, commands, section
 from tiers import require
 
 REGENERATE = "python docs/gen_reference.py"
@@ -98,3 +99,43 @@ def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
     for page in ("getting-started", "clients", "operators", "guard", "reference/tools"):
         assert (built / page / "index.html").is_file(), page
     assert not (built / "_incoming").exists()
+
+
+PAGES_WITH_COMMANDS = [README, *(DOCS / f"{name}.md" for name in (
+    "getting-started", "cli", "clients", "operators", "guard", "eval", "coding-agents",
+    "development"))]
+
+
+def massgen_commands(page: Path) -> list[list[str]]:
+    """Each `massgen-mcp ...` command of a page's bash blocks, as the argv after the program
+    (environment assignments before it, `&&`-joined neighbours and `[optional]` parts split
+    off; a shell variable stands for a number, which every option taking one accepts)."""
+    found = []
+    for line in commands(page.read_text(encoding="utf-8")):
+        for part in line.split("&&"):
+            part = re.sub(r"\[[^\]]*\]", "", part.strip().rstrip("&"))
+            words = ["1" if w.startswith("$") else w for w in shlex.split(part, comments=True)]
+            ends = [i for i, w in enumerate(words) if w in (">", ">>", "|", ";")]
+            words = words[:ends[0]] if ends else words
+            while words and re.match(r"^[A-Z_][A-Z0-9_]*=", words[0]):
+                words = words[1:]
+            if words and words[0].endswith("massgen-mcp") and words[0] != "npx":
+                found.append(words[1:])
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_COMMANDS, ids=lambda p: p.name)
+def test_every_massgen_command_a_page_shows_parses(page: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The options a page shows are options the CLI has (a renamed flag breaks the page)."""
+    from massgen_mcp.cli.main import build_parser
+
+    shown = massgen_commands(page)
+    for argv in shown:
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as exit:
+            assert exit.code == 0, f"{page.name}: massgen-mcp {shlex.join(argv)}: " + \
+                capsys.readouterr().err
+    if page in (README, DOCS / "getting-started.md", DOCS / "cli.md"):
+        assert shown, page.name
