@@ -124,12 +124,17 @@ def tool_section(tool: dict[str, Any]) -> str:
         out.append("No arguments.\n")
     result = tool.get("outputSchema", {}).get("properties", {})
     if result:
-        out.append("\nReturns (structured content): "
-                   + ", ".join(f"`{name}`" for name in result) + ".\n")
+        out.append("\nReturns (the structured content):\n\n| field | type | description |\n"
+                   "|---|---|---|\n")
+        for name, prop in result.items():
+            out.append(f"| `{name}` | {cell(type_of(prop))} "
+                       f"| {cell(prop.get('description', ''))} |\n")
     hints = {k: v for k, v in (tool.get("annotations") or {}).items() if k.endswith("Hint")}
     if hints:
         out.append("\nHints: " + ", ".join(f"`{k}: {json.dumps(v)}`"
                                            for k, v in hints.items()) + ".\n")
+    if tool.get("_meta"):
+        out.append(f"\n`_meta`: `{json.dumps(tool['_meta'], sort_keys=True)}`.\n")
     return "".join(out)
 
 
