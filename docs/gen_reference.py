@@ -13,6 +13,7 @@ exits 1, naming the stale page, instead of writing.
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import sys
@@ -231,19 +232,22 @@ def generate_team() -> str:
     from massgen_mcp.config import team
     from massgen_mcp.config.providers import known_type_names
 
-    source = Path(team.__file__).read_text(encoding="utf-8")
     schema = team.TeamConfig.model_json_schema()
     defaults: dict[tuple[str, str], str] = {}
+    comments: dict[tuple[str, str], str] = {}
     for name in ["TeamConfig", *schema.get("$defs", {})]:
         model = getattr(team, name)
         assert issubclass(model, BaseModel)
+        # The comments of the module that defines the model (team.py may re-export it).
+        source = Path(inspect.getfile(model)).read_text(encoding="utf-8")
+        comments.update({k: v for k, v in field_comments(source).items() if k[0] == name})
         for field, info in model.model_fields.items():
             if info.default_factory is not None:
                 made = info.get_default(call_default_factory=True)
                 defaults[name, info.alias or field] = (
                     "the defaults below" if isinstance(made, BaseModel)
                     else f"`{json.dumps(made)}`")
-    return team_page(schema, field_comments(source), sorted(known_type_names()), defaults)
+    return team_page(schema, comments, sorted(known_type_names()), defaults)
 
 
 PAGES = {"tools.md": generate_tools, "team-file.md": generate_team}
