@@ -28,6 +28,7 @@ from doc_pages import README, ROOT, bash_blocks, commands, lines_of, section
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_harness import write_team
+from test_quickstart import first_run
 from test_ship import closed_port
 from tiers import require_node_bin
 from wheelhouse import build_wheelhouse, offline_pip_env
@@ -166,6 +167,11 @@ def test_the_installed_run_command_answers_on_a_team_this_machine_can_run(
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Canberra."
+
+
+def test_the_readmes_first_run_works_in_the_fresh_install_with_no_key(
+        installed: Installed) -> None:
+    first_run(installed.home)
 
 
 def claude_mcp_list(project: Path, home: Path) -> str:

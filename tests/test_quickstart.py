@@ -64,6 +64,13 @@ def bash(command: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_first_run_needs_no_key_and_shows_the_whole_flow(home: Path) -> None:
+    first_run(home)
+
+
+def first_run(home: Path) -> None:
+    """The README's first run in `home` (where ~/massgen-mcp is installed), with no key:
+    each command prints what the README says (tests/test_install.py runs it in a fresh
+    clone too)."""
     run, view = commands(section(README, FIRST_RUN))
     if "demo" not in bundled_team_names():
         pytest.skip("the bundled `demo` team is not in this tree yet (issue 32's CLI work "
