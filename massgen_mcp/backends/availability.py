@@ -13,7 +13,7 @@ from massgen_mcp.backends.cli.availability import CliStatus, cli_statuses
 from massgen_mcp.config.choose import resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.local import local_models, local_team_models
-from massgen_mcp.config.prices import PRICES_AS_OF, price_table
+from massgen_mcp.config.prices import price_table, prices_as_of
 from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.errors import MassgenError
 from massgen_mcp.paths import bundled_team_names
@@ -104,4 +104,4 @@ async def backends_report(env: Environment, default_team: str | None = None, *,
                           bundled_teams=bundled_team_names(),
                           sampling_available=sampling_available,
                           coding_agents=await cli_statuses(env, ask=ask_clis),
-                          prices=price_table(), prices_as_of=PRICES_AS_OF)
+                          prices=price_table(), prices_as_of=prices_as_of())
