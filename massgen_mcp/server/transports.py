@@ -193,7 +193,9 @@ async def _serve_stdio(mcp: MCPServer, app: App) -> None:
 
     from massgen_mcp.server.wire_errors import error_reply
 
-    lowlevel = mcp._lowlevel_server  # run_stdio_async offers no way to watch the stream
+    from massgen_mcp.server.sdk_adapter import lowlevel_server
+
+    lowlevel = lowlevel_server(mcp)  # run_stdio_async offers no way to watch the stream
     async with stdio_server() as (read, write):
         tx, rx = anyio.create_memory_object_stream[Any](0)
 
