@@ -191,9 +191,8 @@ async def _serve_stdio(mcp: MCPServer, app: App) -> None:
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
-    from massgen_mcp.server.wire_errors import error_reply
-
     from massgen_mcp.server.sdk_adapter import lowlevel_server
+    from massgen_mcp.server.wire_errors import error_reply
 
     lowlevel = lowlevel_server(mcp)  # run_stdio_async offers no way to watch the stream
     async with stdio_server() as (read, write):
