@@ -104,12 +104,16 @@ OWN = [i for i in IMPORTS if i.target == "massgen_mcp" or i.target.startswith("m
 
 
 def test_the_import_linter_contracts_hold() -> None:
-    """Layers (exhaustive: a new part needs its place) and no cycles at any depth."""
-    from importlinter.cli import lint_imports
+    """Layers (exhaustive: a new part needs its place) and no cycles at any depth. In a
+    process of its own: import-linter configures logging, which other tests read."""
+    import subprocess
 
-    root = PACKAGE.parent
-    assert lint_imports(config_filename=str(root / "pyproject.toml"), no_cache=True,
-                        no_logo=True) == 0, "see the broken contract printed above"
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
+         "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True, no_logo=True))",
+         str(PACKAGE.parent / "pyproject.toml")],
+        cwd=PACKAGE.parent, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_no_private_imports_across_parts() -> None:
@@ -164,3 +168,20 @@ def test_app_is_the_only_door() -> None:
                      or (i.target == "massgen_mcp.runs.engine" and not i.type_only))
                 and not all(n[:1].isupper() for n in i.names)]
     assert reaches == [], "add the App method the caller needs:\n" + "\n".join(reaches)
+
+
+def test_capabilities_are_asked_of_the_provider() -> None:
+    """What a provider can do is an attribute of `Provider` (config/providers.py), not a
+    comparison of its wire format spread over the package (the backend registry may still
+    look a wire format up: that is what it maps)."""
+    allowed = {"massgen_mcp.config.providers"}
+    compared = []
+    for module, path in MODULES.items():
+        if module in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare) and any(
+                    isinstance(side, ast.Attribute) and side.attr == "wire"
+                    for side in [node.left, *node.comparators]):
+                compared.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert compared == [], "add a capability to Provider and ask it:\n" + "\n".join(compared)
