@@ -6,7 +6,8 @@
                     sequence + nonce marks make a copied record worthless)
     statefile.py    safe reads of state files (regular, bounded, non-blocking) and atomic writes
     hardline.py     the hard line no plan can approve (system trees, devices, the guard
-                    itself, secrets); hardline_operator.py: the operator's additions
+                    itself, secrets); hardline_paths.py: glob-aware path matching;
+                    hardline_operator.py: the operator's additions
     policy.py       the built-in safety policy (eight groups), `Finding`, criteria merging
     patterns.py     dangerous patterns of one tool call, each tied to a policy group:
       bash_rules.py   Bash commands (SQL, secrets, network, pipes into interpreters, ...)

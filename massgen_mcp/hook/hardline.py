@@ -23,10 +23,10 @@ The operator's additions (`path`, `command`, `tool` rules) are read by `hardline
 
 from __future__ import annotations
 
-import fnmatch
 import os
 
 from massgen_mcp.hook.active import is_under, key_path
+from massgen_mcp.hook.hardline_paths import _DOTGLOB, _globbed, names_ancestor, names_inside
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
 
@@ -116,61 +116,6 @@ def guard_paths(scope: Scope, state_roots: tuple[str, ...] = ()) -> tuple[str, l
 
 
 # ------------------------------------------------------------------ path matching
-
-
-#: Whether the command being judged turns on dotglob (then wildcards match dot names too).
-_DOTGLOB = [False]
-
-
-def _segments(path: str) -> list[str]:
-    return [s for s in path.split("/") if s]
-
-
-def _globbed(path: str) -> bool:
-    return any(c in path for c in "*?[")
-
-
-def _segment(pattern: str, name: str) -> bool:
-    """Does one glob segment match one name? As the shell does: a wildcard does not match a
-    leading dot (unless the line turns dotglob on)."""
-    if name.startswith(".") and not pattern.startswith(".") and not _DOTGLOB[0]:
-        return False
-    return fnmatch.fnmatchcase(name, pattern)
-
-
-def _matches(pat: list[str], path: list[str], *, prefix: bool) -> bool:
-    """Does glob `pat` match `path` (prefix: match `path` and then anything below it)?
-    `**` stands for any number of segments (as with globstar; bash without it reads `**` as
-    `*`, which matches less)."""
-    if not path and prefix:
-        return True
-    if not pat:
-        return not path
-    head = pat[0]
-    if head == "**":
-        for k in range(len(path) + 1):
-            if _matches(pat[1:], path[k:], prefix=prefix):
-                return True
-            if k < len(path) and path[k].startswith(".") and not _DOTGLOB[0]:
-                return False
-        return False
-    return bool(path) and _segment(head, path[0]) and _matches(pat[1:], path[1:],
-                                                                prefix=prefix)
-
-
-def names_inside(pattern: str, root: str) -> bool:
-    """Could `pattern` (an absolute path, maybe a glob) name `root` or something in it?"""
-    if not _globbed(pattern):
-        return is_under(pattern, root)
-    return _matches(_segments(pattern), _segments(root), prefix=True)
-
-
-def names_ancestor(pattern: str, target: str) -> bool:
-    """Could `pattern` name `target` or a directory above it?"""
-    if not _globbed(pattern):
-        return is_under(target, pattern)
-    pat, want = _segments(pattern), _segments(target)
-    return any(_matches(pat, want[:k], prefix=False) for k in range(len(want) + 1))
 
 
 def _absolute(scope: Scope, word: str) -> str | None:
@@ -265,7 +210,9 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
         out.extend(_bash(command, scope, keys, protected))
     if tool.startswith("mcp__"):
         out.extend(_mcp(tool, tool_input, scope, keys))
-    out.extend(_operator(tool, tool_input, scope, command))
+    from massgen_mcp.hook.hardline_operator import operator_findings
+
+    out.extend(operator_findings(tool, tool_input, scope, command))
     return _dedup(out)
 
 
@@ -425,38 +372,3 @@ def _runs_our_code(cmd: SimpleCommand) -> bool:
 
 def _dedup(findings: list[Finding]) -> list[Finding]:
     return list({f.detail: f for f in reversed(findings)}.values())[::-1]
-
-
-def _operator(tool: str, tool_input: dict[str, Any], scope: Scope,
-              command: str | None) -> list[Finding]:
-    """The hardline findings of one call under the operator's additions."""
-    from massgen_mcp.hook.hardline_operator import operator_rules
-
-    rules = operator_rules()
-    if not rules:
-        return []
-    out: list[Finding] = []
-    paths = [p for e in getattr(scope, "events", []) for p in [e[1]]]
-    for key in ("file_path", "notebook_path", "path"):
-        value = tool_input.get(key)
-        if isinstance(value, str) and (p := _absolute(scope, value)):
-            paths.append(p)
-    commands = []
-    if command:
-        commands = [" ".join([c.program, *c.args]) for c in commands_of(command)]
-        paths.extend(p for c in commands_of(command) for w in _words(c)
-                     if (p := _absolute(scope, w)))
-    for kind, value in rules:
-        if kind == "tool" and fnmatch.fnmatchcase(tool, value):
-            out.append(_finding("operator", f"calls {tool}, which the operator's hardline "
-                                            f"file forbids ({value})"))
-        elif kind == "command" and any(c == value or c.startswith(value + " ")
-                                       for c in commands):
-            out.append(_finding("operator", f"runs `{value}`, which the operator's hardline "
-                                            "file forbids"))
-        elif kind == "path":
-            root = os.path.expanduser(value.rstrip("/").removesuffix("/**")) or "/"
-            if any(names_inside(p, root) or fnmatch.fnmatchcase(p, value) for p in paths):
-                out.append(_finding("operator", f"touches {value}, which the operator's "
-                                                "hardline file forbids"))
-    return out
