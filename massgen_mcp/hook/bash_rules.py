@@ -21,6 +21,7 @@ import os
 import re
 
 from massgen_mcp.hook import effect_rules
+from massgen_mcp.hook.capability import opaque
 from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
 from massgen_mcp.hook.command import SimpleCommand, shell_script, wordset
@@ -145,6 +146,8 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
         if cmd.program == "ln":
             scope = _link(cmd, scope)
         findings.extend(_command_findings(cmd, scope, network))
+        if scope.cwd == UNKNOWN_CWD and (why := _unknown_dir_use(cmd)):
+            findings.append(Finding("exfiltration", "unknown-directory", why))
         if interpreter(cmd.program):
             findings.extend(code_findings(cmd, scope, nested))
     return _dedup(findings)
@@ -159,9 +162,17 @@ def _cd(cmd: SimpleCommand, scope: Scope, cdpath: bool) -> Scope:
             cdpath or os.environ.get("CDPATH"))):
         return scope.with_cwd(UNKNOWN_CWD)
     path = scope.resolve(target) if target != UNKNOWN else _known_dir(cmd, scope)
+    if path and any(c in target for c in "*?["):
+        # `cd mass*p`: where the shell lands is what the glob matches (one match), else
+        # not known; a directory named through a glob is still that directory
+        from massgen_mcp.hook.expand import glob_matches
+
+        found = [p for p in glob_matches(target, scope.cwd, scope.home) if os.path.isdir(p)]
+        return scope.with_cwd(found[0] if len(found) == 1 else UNKNOWN_CWD)
     if path and (os.path.isdir(path) or is_under(path, FRESH_TEMP)):
         return scope.with_cwd(path)
-    return scope.with_cwd(UNKNOWN_CWD) if path is None else scope
+    # a directory that does not exist yet (`mkdir -p b && cd b`) is still where it points
+    return scope.with_cwd(UNKNOWN_CWD) if path is None else scope.with_cwd(path)
 
 
 def _known_dir(cmd: SimpleCommand, scope: Scope) -> str | None:
@@ -180,6 +191,26 @@ def _known_dir(cmd: SimpleCommand, scope: Scope) -> str | None:
             path = os.path.dirname(path)
         return path
     return None
+
+
+_NO_FILES = wordset("echo printf true false : pwd exit return export unset set shopt sleep "
+                    "date whoami id uname hostname command type which hash wait")
+_PATHLIKE = re.compile(r"[./*?\[]|^[\w.-]+$")
+
+
+def _unknown_dir_use(cmd: SimpleCommand) -> str | None:
+    """After a `cd` the hook cannot follow, a relative path names something unknown: what
+    is read or written there is gated alike (the key dir may be where the line went)."""
+    if cmd.program in _NO_FILES or not cmd.program:
+        words = [t for _, t in cmd.redirects]
+    else:
+        words = [*cmd.positionals(), *(t for _, t in cmd.redirects)]
+    rel = [w for w in words if w and not w.startswith(("/", "~", "&", "-")) and not w.isdigit()
+           and "://" not in w and _PATHLIKE.search(w)]
+    if not rel:
+        return None
+    return (f"{cmd.program or 'a redirection'} uses {rel[0]!r} in a directory the hook cannot "
+            "determine (after a `cd` it cannot follow)")
 
 
 def _link(cmd: SimpleCommand, scope: Scope) -> Scope:
@@ -284,6 +315,8 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     if program in _MAILERS:
         out.append(Finding("external_comms", "mail", f"sends mail with {program}"))
     out.extend(cli_findings(cmd, scope))
+    if "/" not in cmd.raw_program or scope.write_finding(cmd.raw_program) is not None:
+        out.extend(Finding("supply_chain", "runs-code", why) for why in opaque(cmd))
     out.append(effect_rules.env_dump(cmd))
     out.extend(effect_rules.sed_findings(cmd, scope))
     out.extend(effect_rules.find_findings(cmd, scope))

@@ -125,12 +125,12 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
                    if a.startswith("of=") and not a.startswith("of=/dev/"))
     elif program in ("tar", "bsdtar") and _extracts(cmd):
         where = _option_value(cmd, ("-C", "--directory"))
-        if where is not None:
-            out.append(scope.write_finding(where, verb="tar extracts into"))
+        out.append(scope.write_finding(where or ".", verb="tar extracts into"))
     elif program in ("tar", "bsdtar", "zip", "7z") and (archive := _archive(cmd)) is not None:
         out.append(scope.write_finding(archive, verb=f"{program} writes"))
-    elif program == "unzip" and (where := _option_value(cmd, ("-d",))) is not None:
-        out.append(scope.write_finding(where, verb="unzip extracts into"))
+    elif program == "unzip" and not any(a in ("-l", "-t", "-p", "-Z", "-v") for a in cmd.args):
+        where = _option_value(cmd, ("-d",))  # none: into the current directory
+        out.append(scope.write_finding(where or ".", verb="unzip extracts into"))
     elif not out:
         return None
     return out

@@ -342,6 +342,9 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             if sub not in _OUR_SAFE_SUBCOMMANDS:
                 out.append(_finding("guard", f"runs `massgen-mcp {sub}`, which signs "
                                              "checkpoint plans with the guard's key"))
+        if _uninstalls_us(cmd):
+            out.append(_finding("guard", f"{cmd.program} uninstalls massgen-mcp, the checkpoint "
+                                         "guard's own program"))
         if cmd.program.startswith("python") and _runs_our_code(cmd):
             out.append(_finding("guard", "runs massgen-mcp's own code (which holds the key "
                                          "that signs checkpoint plans) from a tool call"))
@@ -363,6 +366,12 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
                        for a in cmd.args if a.startswith("of=")
                        and _is_device(_absolute(scope, a[3:]) or ""))
     return out
+
+
+def _uninstalls_us(cmd: SimpleCommand) -> bool:
+    """`pip uninstall massgen-mcp`, `uv tool uninstall massgen_mcp`, `pipx uninstall ...`."""
+    return "uninstall" in cmd.args and any(
+        a.lower().replace("_", "-").split("==")[0] == "massgen-mcp" for a in cmd.args)
 
 
 def _runs_our_code(cmd: SimpleCommand) -> bool:

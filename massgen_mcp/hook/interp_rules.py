@@ -40,11 +40,13 @@ _CODE_FLAGS: dict[str, tuple[str, ...]] = {
 }
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
 _STRING = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
-                     r"|`((?:[^`\\]|\\.)*)`|%x\{([^}]*)\}|qx\{([^}]*)\}", re.S)
+                     r"|`((?:[^`\\]|\\.)*)`|%x\{([^}]*)\}|qx\{([^}]*)\}|%x\(([^)]*)\)|%x\[([^\]]*)\]"
+                     r"|qx\(([^)]*)\)", re.S)
 _RUNS_SHELL = re.compile(
     r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
     r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
-    r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run)\b|`|%x\{|qx\{")
+    r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run|os\.execute"
+    r"|io\.popen)\b|`|%x[{(\[<|!]|qx[{(]")
 _DELETES = re.compile(
     r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"
     r"|unlink\w*|rmdir\w*|rmtree|rm\w*|rename\w*|move\w*|delete\w*|truncate\w*|emptyDir\w*)"
@@ -159,6 +161,10 @@ _ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.env
                          r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)")
 
 
+_EVAL_COMPUTED = re.compile(r"(?<![.\w$])(eval|exec|instance_eval|class_eval|module_eval"
+                            r"|create_function|Function|loadstring)\s*\(\s*(?![\"'`)\s])")
+
+
 def _computed_write(func: str, arg: str) -> bool:
     """Does this open/write call write a path that is not a literal?"""
     literals: list[str] = []
@@ -214,6 +220,9 @@ def computed_findings(name: str, code: str) -> list[Finding]:
     if any(_computed_write(m.group(1), _call_arg(code, m.end())) for m in _OPENS.finditer(code)):
         out.append(Finding("exfiltration", "inline-write",
                            f"{name} code writes a file whose path is computed at run time"))
+    if m := _EVAL_COMPUTED.search(code):
+        out.append(Finding("supply_chain", "inline-code",
+                           f"{name} code evaluates code built at run time ({m.group(1)})"))
     if _ENV_OBJECT.search(code):
         out.append(Finding("secrets", "env-dump",
                            f"{name} code reads the whole environment (every key in it)"))

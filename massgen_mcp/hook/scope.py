@@ -172,14 +172,18 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=
         if "`" in word or "$(" in word or word == "$":
             return None
 
-        def sub(m: re.Match[str]) -> str:
-            name = m.group(1)
-            if name == "HOME":
-                return self.home
-            if name == "PWD":
-                return self.cwd
-            return os.environ.get(name, "\0")
+        def lookup(name: str) -> str | None:
+            return self.home if name == "HOME" else self.cwd if name == "PWD" else (
+                os.environ.get(name))
 
+        def sub(m: re.Match[str]) -> str:
+            value = lookup(m.group(1))
+            return "\0" if value is None else value
+
+        if "${" in word:  # `${HOME:?}`, `${X:-/}`: the operators too, not just the name
+            from massgen_mcp.hook.expand import param_expand
+
+            word = param_expand(word, lookup)
         expanded = _VAR.sub(sub, word) if "$" in word else word
         return None if "\0" in expanded or "$" in expanded else expanded
 
@@ -243,6 +247,12 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=
     def delete_finding(self, word: str) -> Finding | None:
         """Why deleting `word` recursively is dangerous, or None when it is ordinary work."""
         target = word.rstrip("/") or "/"
+        if "$" in target:  # `"${arr[@]}"`, `${HOME:?}`: expanded before globbing
+            expanded = self.expand(target)
+            if expanded is None:
+                return Finding("destruction", "rm-unknown-target",
+                               f"recursive delete of '{word}', a path the hook cannot resolve")
+            target = expanded.rstrip("/") or "/"
         contents = False
         pattern = ""
         if _GLOB.search(target):
