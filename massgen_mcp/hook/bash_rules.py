@@ -42,6 +42,15 @@ _PRINTERS = wordset(
     "cat less more head tail bat base64 xxd od hexdump strings grep egrep fgrep rg ag awk "
     "sed cut sort uniq nl tac jq yq pbcopy xclip"
 )
+#: Programs that take a secret file without printing it (load it, check it, use it as a
+#: key, delete it): the rest may print what they read.
+_USES_SECRETS_QUIETLY = wordset(
+    "source . ls stat test [ [[ touch chmod chown chgrp file du realpath readlink basename "
+    "dirname mkdir rm shred unlink ln cp mv install rsync scp sftp ssh ssh-add ssh-keygen git "
+    "docker docker-compose podman sops dotenv direnv chattr lsattr getfacl setfacl truncate "
+    "echo printf vim vi nvim nano emacs code subl open sudoedit gpg age openssl tar zip 7z "
+    "gzip bzip2 xz zstd cd pushd find fd wc cmp-quiet export unset kubectl helm terraform "
+    "tofu ansible ansible-playbook ansible-vault gcloud aws az curl wget nc ncat netcat socat")
 _NETWORK = wordset(
     "curl wget nc ncat netcat socat scp sftp rsync ftp telnet http https xh ssh"
 )
@@ -127,7 +136,18 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
         finding = sql_finding(shown) or sql_finding(command)
         if finding:
             findings.append(finding)
+        for cmd in commands:  # `sqlite3 db ".read .env"`: a dot-command reads a file
+            if cmd.program in _DB_CLIENTS:
+                findings.extend(Finding("secrets", "print-secret",
+                                        f"{cmd.program} reads {w}, {kind}")
+                                for a in cmd.args for w in a.split()[1:]
+                                if a.startswith((".read", ".import", "\\i", "source"))
+                                and (kind := scope.secret(w)))
     network = bool(programs & _NETWORK)
+    if network and any(effect_rules.remote_url_source(c) for c in commands):
+        findings.append(Finding("exfiltration", "secret-upload",
+                                "sends the git remote's URL (and any token in it) over the "
+                                "network"))
     findings.extend(_pipeline_findings(analysis.pipelines, scope))
 
     def nested(line: str, inner: Scope) -> list[Finding]:
@@ -251,7 +271,7 @@ def _pipeline_findings(pipelines: list[list[SimpleCommand]], scope: Scope) -> li
             secrets.extend(p for p, _ in secret_sources(cmd))
             if cmd.program in _PRINTERS:
                 secrets.extend(p for p in cmd.positionals() if scope.secret(p))
-            if effect_rules.env_dump(cmd):
+            if effect_rules.env_dump(cmd) or effect_rules.secret_route(cmd):
                 secrets.append("the environment")
     return out
 
@@ -301,10 +321,13 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
                 out.append(finding)
     if program == "git":
         out.extend(git_findings(cmd, scope))
-    if program in _PRINTERS:
+    if program not in _USES_SECRETS_QUIETLY:  # any reader may print what it reads
         out.extend(Finding("secrets", "print-secret",
-                           f"prints {p}, {kind}, into the transcript (it goes to "
-                           "the model provider)") for p in pos if (kind := scope.secret(p)))
+                           f"{program} reads {p}, {kind}, and may print it into the transcript "
+                           "(it goes to the model provider)") for p in pos
+                   if not p.startswith("-") and (kind := scope.secret(p)))
+    if (why := effect_rules.secret_route(cmd)) is not None:
+        out.append(Finding("secrets", "print-secret", why))
     if program in ("echo", "printf", "printenv"):
         secret = next((a for a in cmd.args if re.search(
             r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", a)

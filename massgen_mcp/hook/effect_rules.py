@@ -58,6 +58,39 @@ def env_dump(cmd: SimpleCommand) -> Finding | None:
     return None
 
 
+_JQ_ENV = re.compile(r"(?<![.\w$])env\b(?!\s*\.)|\$ENV\b(?!\s*\.)|\$__prog_env\b")
+_REMOTE_URL = re.compile(r"^remote\..*\.(url|pushurl)$|^url\.")
+
+
+def secret_route(cmd: SimpleCommand) -> str | None:
+    """Secrets printed by routes other than reading a secret file: awk over ENVIRON, jq's
+    `env`, GitHub's token, git's stored credentials."""
+    program, args = cmd.program, cmd.args
+    if program in ("awk", "gawk", "mawk", "nawk") and any(
+            re.search(r"\bin\s+ENVIRON\b|\bPROCINFO\b", a) for a in args):
+        return f"{program} walks ENVIRON and prints the environment (every key in it)"
+    if program in ("jq", "gojq", "jaq") and any(_JQ_ENV.search(a) for a in args
+                                                if not a.startswith("-")):
+        return f"{program} prints the environment (`env` / `$ENV`, every key in it)"
+    pos = cmd.positionals()
+    if (program == "gh" and pos[:2] == ["auth", "token"]) or (
+            program == "gh" and pos[:2] == ["auth", "status"] and (
+                "-t" in args or "--show-token" in args)):
+        return "gh prints the GitHub token into the transcript"
+    return None
+
+
+def remote_url_source(cmd: SimpleCommand) -> bool:
+    """Does the command print a git remote's URL (which may carry a token)?"""
+    if cmd.program != "git":
+        return False
+    pos = cmd.positionals()
+    return (pos[:2] in (["remote", "get-url"], ["remote", "show"]) or (
+        pos[:1] == ["remote"] and "-v" in cmd.args) or (pos[:1] == ["config"] and any(
+            _REMOTE_URL.match(p) for p in pos[1:])) or (pos[:1] == ["ls-remote"]
+                                                       and "--get-url" in cmd.args))
+
+
 def _sed_scripts(cmd: SimpleCommand) -> list[str]:
     args, scripts, explicit = cmd.args, [], False
     i = 0
