@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 
-from massgen_mcp.hook import effect_rules
+from massgen_mcp.hook import effect_rules, writers
 from massgen_mcp.hook.capability import opaque
 from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
@@ -311,6 +311,7 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     out.extend(file_findings(cmd, scope) or [])
     if program == "tee":
         out.extend(scope.write_finding(p) for p in pos)
+    out.extend(scope.write_finding(t, verb=f"{program} writes") for t in writers.targets(cmd))
     if program == "find" and ("-delete" in cmd.args or _find_runs_rm(cmd)):
         start = _first_expr(cmd.args)
         filtered = any(a in _FIND_FILTERS for a in cmd.args[start:])

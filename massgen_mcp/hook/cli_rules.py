@@ -103,6 +103,10 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     elif program in ("npm", "yarn", "pnpm") and pos[:2] == ["config", "set"] and "registry" in (
             pos[2:3] or [""])[0]:
         return hit("supply_chain", "registry-switch", f"{program} switches the package registry")
+    elif program in ("pip", "pip3") and pos[:1] == ["config"] and any(
+            p in ("set", "unset", "edit") for p in pos[1:2]):
+        return hit("supply_chain", "registry-switch",
+                   f"{program} config {pos[1]} changes where every project's packages come from")
     elif program == "crontab" and not cmd.has_short_flag("l"):
         return hit("supply_chain", "persistence", "installs a crontab")
     elif program == "systemctl" and sub == "enable":

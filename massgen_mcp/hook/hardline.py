@@ -26,7 +26,15 @@ from __future__ import annotations
 import os
 
 from massgen_mcp.hook.active import is_under, key_path
-from massgen_mcp.hook.hardline_paths import _DOTGLOB, _globbed, names_ancestor, names_inside
+from massgen_mcp.hook.hardline_paths import (
+    _DOTGLOB,
+    _absolute,
+    _globbed,
+    _words,
+    commands_of,
+    names_ancestor,
+    names_inside,
+)
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
 
@@ -118,17 +126,6 @@ def guard_paths(scope: Scope, state_roots: tuple[str, ...] = ()) -> tuple[str, l
 # ------------------------------------------------------------------ path matching
 
 
-def _absolute(scope: Scope, word: str) -> str | None:
-    """The absolute path a word names (globs kept, symlinks resolved when literal)."""
-    expanded = scope.expand(word)
-    # Not known statically (after `cd "$X"` or `cd -`, a computed word): the ordinary rules
-    # gate what they cannot resolve; the hard line only judges what it can name.
-    if not expanded or "\0" in expanded or "\0" in scope.cwd:
-        return None
-    path = os.path.normpath(os.path.join(scope.cwd, expanded))
-    return path if _globbed(path) else os.path.realpath(path)
-
-
 def _is_device(path: str) -> bool:
     return is_under(path, "/dev") and not any(
         path == d or (d.endswith("/") and path.startswith(d)) for d in _HARMLESS_DEVICES)
@@ -212,7 +209,8 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
         out.extend(_mcp(tool, tool_input, scope, keys))
     from massgen_mcp.hook.hardline_operator import operator_findings
 
-    out.extend(operator_findings(tool, tool_input, scope, command))
+    out.extend(_finding("operator", detail) for detail in operator_findings(
+        tool, tool_input, scope, command))
     return _dedup(out)
 
 
@@ -238,19 +236,6 @@ def _event(kind: str, path: str, scope: Scope, keys: str,
     elif _is_device(path):
         out.append(_finding("device-write", f"writes to the device {path}"))
     return out
-
-
-_PARSED: dict[str, list[SimpleCommand]] = {}
-
-
-def commands_of(command: str) -> list[SimpleCommand]:
-    """`shell.simple_commands`, parsed once per hook call however many checks ask."""
-    if command not in _PARSED:
-        from massgen_mcp.hook.shell import simple_commands
-
-        _PARSED.clear()
-        _PARSED[command] = simple_commands(command)
-    return _PARSED[command]
 
 
 def _link_sources(command: Any, scope: Scope) -> set[str]:
@@ -299,17 +284,6 @@ def _mcp(tool: str, args: dict[str, Any], scope: Scope, keys: str) -> list[Findi
             elif not writes and (kind := secret_kind(path)) and not os.path.isdir(path):
                 out.append(_finding("secret", f"{tool} reads or sends {value}, {kind}"))
     return out
-
-
-def _words(cmd: SimpleCommand) -> list[str]:
-    """The words of a command that may be paths: operands, redirect targets, `--opt=path`."""
-    words = [w for op, w in cmd.redirects if w and not w.startswith("&") and op != "<<<"]
-    for arg in cmd.args:
-        if not arg.startswith("-"):
-            words.append(arg)
-        if "=" in arg:  # `--file=x`, `if=x`
-            words.append(arg.split("=", 1)[1])
-    return words
 
 
 def _recursive(cmd: SimpleCommand) -> bool:

@@ -20,7 +20,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from massgen_mcp.hook.policy import Finding
     from massgen_mcp.hook.scope import Scope
 
 HARDLINE_FILE_ENV = "MASSGEN_MCP_HARDLINE_FILE"
@@ -46,15 +45,14 @@ def operator_rules() -> list[tuple[str, str]]:
 
 
 def operator_findings(tool: str, tool_input: dict[str, Any], scope: Scope,
-              command: str | None) -> list[Finding]:
-    """The hardline findings of one call under the operator's additions."""
-    from massgen_mcp.hook.hardline import _absolute, _finding, _words, commands_of
-    from massgen_mcp.hook.hardline_paths import names_inside
+                      command: str | None) -> list[str]:
+    """What one call does that the operator's additions forbid (one sentence each)."""
+    from massgen_mcp.hook.hardline_paths import _absolute, _words, commands_of, names_inside
 
     rules = operator_rules()
     if not rules:
         return []
-    out: list[Finding] = []
+    out: list[str] = []
     paths = [p for e in getattr(scope, "events", []) for p in [e[1]]]
     for key in ("file_path", "notebook_path", "path"):
         value = tool_input.get(key)
@@ -67,15 +65,12 @@ def operator_findings(tool: str, tool_input: dict[str, Any], scope: Scope,
                      if (p := _absolute(scope, w)))
     for kind, value in rules:
         if kind == "tool" and fnmatch.fnmatchcase(tool, value):
-            out.append(_finding("operator", f"calls {tool}, which the operator's hardline "
-                                            f"file forbids ({value})"))
+            out.append(f"calls {tool}, which the operator's hardline file forbids ({value})")
         elif kind == "command" and any(c == value or c.startswith(value + " ")
                                        for c in commands):
-            out.append(_finding("operator", f"runs `{value}`, which the operator's hardline "
-                                            "file forbids"))
+            out.append(f"runs `{value}`, which the operator's hardline file forbids")
         elif kind == "path":
             root = os.path.expanduser(value.rstrip("/").removesuffix("/**")) or "/"
             if any(names_inside(p, root) or fnmatch.fnmatchcase(p, value) for p in paths):
-                out.append(_finding("operator", f"touches {value}, which the operator's "
-                                                "hardline file forbids"))
+                out.append(f"touches {value}, which the operator's hardline file forbids")
     return out

@@ -109,7 +109,7 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
     code = inline_code(cmd)
     if not code:
         return []
-    name = cmd.program
+    name, family = cmd.program, interpreter(cmd.program)
     if UNKNOWN in code:
         return [Finding("supply_chain", "inline-code",
                         f"{name} runs code computed at run time; the hook cannot see it")]
@@ -129,6 +129,15 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
             f"{name} code calls {m.group(0).strip('( ')} on a path the hook cannot see"))
         if finding:
             out.append(finding)
+    from massgen_mcp.hook.writers import awk_commands, code_targets
+
+    if family in ("awk", "gawk", "mawk"):
+        for line in awk_commands(code):
+            out.extend(check_line(line, scope) if UNKNOWN not in line else [Finding(
+                "supply_chain", "inline-code", f"{name} runs a command built at run time")])
+    else:
+        out.extend(f for t in code_targets(code)
+                   if (f := scope.write_finding(t, verb=f"{name} code writes")))
     for m in _WRITES.finditer(code):
         finding = scope.write_finding(m.group(2) or m.group(4), verb=f"{name} code writes")
         if finding:
@@ -220,9 +229,9 @@ def computed_findings(name: str, code: str) -> list[Finding]:
     if any(_computed_write(m.group(1), _call_arg(code, m.end())) for m in _OPENS.finditer(code)):
         out.append(Finding("exfiltration", "inline-write",
                            f"{name} code writes a file whose path is computed at run time"))
-    if m := _EVAL_COMPUTED.search(code):
+    if ev := _EVAL_COMPUTED.search(code):
         out.append(Finding("supply_chain", "inline-code",
-                           f"{name} code evaluates code built at run time ({m.group(1)})"))
+                           f"{name} code evaluates code built at run time ({ev.group(1)})"))
     if _ENV_OBJECT.search(code):
         out.append(Finding("secrets", "env-dump",
                            f"{name} code reads the whole environment (every key in it)"))
