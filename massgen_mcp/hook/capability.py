@@ -54,6 +54,9 @@ KNOWN = wordset(
     "emacs code sudo doas su runuser watch systemd-run at batch atq atrm crontab systemctl "
     "journalctl launchctl shellcheck shfmt hyperfine entr direnv dotenv open xdg-open "
     "pbcopy pbpaste xclip xsel wl-copy clear reset tput stty script tmux screen patch sponge "
+    "sh bash zsh dash ksh mksh ash fish csh tcsh rbash busybox toybox osascript pwsh "
+    "powershell pypy pypy3 nice ionice stdbuf unbuffer setsid caffeinate flock taskset chrt "
+    "strace ltrace chroot builtin "
     "column ts jc gron fzf xmllint tidy pandoc convert ffmpeg magick identify exiftool")
 #: Programs that run the command they are given after their own options; value = options
 #: that take a value (the rest of the arguments is the command).
@@ -276,7 +279,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
     if (program not in KNOWN or _interpreter(program)) and any(
             w.subs and w.subs[0][0] == "in" for w in cmd.words[1:2]):
         out.append(f"{program} runs a process substitution the hook cannot see")
-    if program not in KNOWN:
+    if program not in KNOWN and not _interpreter(program):
         code = [a for a in args if a.split("=", 1)[0] in _CODE_OPTIONS]
         if code:
             out.append(f"{program} is given code ({code[0].split('=', 1)[0]}), and the hook "
