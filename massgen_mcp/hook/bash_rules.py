@@ -165,8 +165,9 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
             continue
         if cmd.program == "ln":
             scope = _link(cmd, scope)
-        findings.extend(_command_findings(cmd, scope, network))
-        if scope.cwd == UNKNOWN_CWD and (why := _unknown_dir_use(cmd)):
+        own = _command_findings(cmd, scope, network)
+        findings.extend(own)
+        if not own and scope.cwd == UNKNOWN_CWD and (why := _unknown_dir_use(cmd)):
             findings.append(Finding("exfiltration", "unknown-directory", why))
         if interpreter(cmd.program):
             findings.extend(code_findings(cmd, scope, nested))

@@ -46,14 +46,14 @@ KNOWN = wordset(
     "pytest py.test mypy ruff black isort flake8 pylint pyright coverage pre-commit "
     "node nodejs npm npx pnpm yarn bun bunx deno tsc eslint prettier jest vitest mocha "
     "playwright webpack vite next tsx ts-node go gofmt cargo rustc rustup rustfmt clippy "
-    "make cmake ninja meson bazel gcc g++ cc clang clang++ ld ar nm objdump gdb lldb javac "
-    "java mvn gradle gradlew kotlin scala sbt dotnet ruby gem bundle rake rails perl php "
-    "composer lua luajit R Rscript julia swift swiftc xcodebuild elixir mix erl "
+    "make cmake ninja meson bazel gcc g++ cc clang clang++ ld ar nm objdump javac "
+    "java mvn gradle gradlew sbt dotnet ruby gem bundle rake rails perl php "
+    "composer lua Rscript julia swiftc xcodebuild mix "
     "docker docker-compose podman kubectl helm terraform tofu terragrunt pulumi aws "
     "gcloud az gsutil psql mysql sqlite3 vim vi nvim ex view ed nano "
     "emacs code sudo doas su runuser watch systemd-run at batch atq atrm crontab systemctl "
-    "journalctl launchctl shellcheck shfmt hyperfine entr direnv dotenv open xdg-open "
-    "pbcopy pbpaste xclip xsel wl-copy clear reset tput stty script tmux screen patch sponge "
+    "journalctl launchctl shellcheck shfmt direnv dotenv open xdg-open "
+    "pbcopy pbpaste xclip xsel wl-copy clear reset tput stty script patch sponge "
     "sh bash zsh dash ksh mksh ash fish csh tcsh rbash busybox toybox osascript pwsh "
     "powershell pypy pypy3 nice ionice stdbuf unbuffer setsid caffeinate flock taskset chrt "
     "strace ltrace chroot builtin "
@@ -132,6 +132,8 @@ def _scan(args: list[str]) -> str | None:
         name = arg.rsplit("/", 1)[-1]
         if name in KNOWN and name not in ("[", ":", "true", "false", "test", "echo"):
             return " ".join(_quote(a) for a in args[i:])
+        if " " in arg.strip() and arg.split()[0].rsplit("/", 1)[-1] in KNOWN:
+            return arg  # `tmux new -d 'rm -rf ~'`: one word holding a command line
     return None
 
 
@@ -196,6 +198,11 @@ def embedded(cmd: SimpleCommand) -> list[str]:
         scanned = _scan(args)
         if scanned:
             lines.append(scanned)
+    if program in ("psql", "mysql", "mariadb", "sqlite3", "sqlite"):
+        # `\! cmd` (psql, mysql) and `.shell cmd` / `.system cmd` (sqlite3) run a shell
+        texts = [*args, *(cmd.stdin_code or "").splitlines()]
+        lines += [m.group(2) for t in texts for m in re.finditer(
+            r"(\\!|^\s*\.(?:shell|system)\b|\bsystem\b)\s*([^;\n]+)", t)]
     if program == "gdb":
         lines += [v.split(None, 1)[1] for v in _option_values(args, ("-ex", "--eval-command"))
                   if v.startswith(("shell ", "! "))]
@@ -292,7 +299,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
 
 def _interpreter(program: str) -> bool:
     return bool(re.match(r"^(python|pypy)[0-9.]*$|^(node|nodejs|perl|ruby|php|bun|deno|lua"
-                         r"|luajit|Rscript|julia|tclsh|wish)$", program))
+                         r"|Rscript|julia)$", program))
 
 
 def _package_runner(cmd: SimpleCommand) -> list[str]:
