@@ -192,6 +192,8 @@ def embedded(cmd: SimpleCommand) -> list[str]:
         lines += _option_values(args, ("--upload-pack", "--receive-pack", "-u"))
     elif program == "sg" and len(args) >= 2:
         lines.append(args[-1] if "-c" in args else " ".join(_quote(a) for a in args[1:]))
+    elif program == "ip" and "exec" in args:  # `ip netns exec NAME cmd`
+        lines += [t for t in [_scan(args[args.index("exec") + 2:])] if t]
     elif program in ("nix-shell",):
         lines += _option_values(args, ("--run", "--command"))
     elif program not in KNOWN:

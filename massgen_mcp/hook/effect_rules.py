@@ -58,6 +58,16 @@ def env_dump(cmd: SimpleCommand) -> Finding | None:
     return None
 
 
+#: Commands whose job is to print a credential (a token, a password, a session key).
+_CREDENTIAL_PRINTERS = (
+    "gcloud auth print-access-token", "gcloud auth print-identity-token",
+    "gcloud auth application-default print-access-token", "az account get-access-token",
+    "aws sts get-session-token", "aws configure get", "aws ecr get-login-password",
+    "heroku auth:token", "op read", "op item get", "pass show", "gopass show", "bw get",
+    "vault kv get", "vault read", "secret-tool lookup", "doctl auth token", "fly auth token",
+    "flyctl auth token", "npm token list", "glab auth status", "kubectl create token",
+    "gh auth token", "docker-credential-desktop get", "git credential-manager get",
+    "keyring get", "lpass show")
 _JQ_ENV = re.compile(r"(?<![.\w$])env\b(?!\s*\.)|\$ENV\b(?!\s*\.)|\$__prog_env\b")
 _REMOTE_URL = re.compile(r"^remote\..*\.(url|pushurl)$|^url\.")
 
@@ -73,6 +83,16 @@ def secret_route(cmd: SimpleCommand) -> str | None:
                                                 if not a.startswith("-")):
         return f"{program} prints the environment (`env` / `$ENV`, every key in it)"
     pos = cmd.positionals()
+    joined = " ".join([program, *pos[:3]])
+    printer = next((p for p in _CREDENTIAL_PRINTERS if joined == p or joined.startswith(p + " ")),
+                   None)
+    if printer or (program == "security" and pos[:1] and "password" in pos[0] and "-w" in args):
+        return f"`{printer or 'security ... -w'}` prints a stored credential or token"
+    if program == "ps" and any(not a.startswith("-") and "e" in a and a.isalpha()
+                               for a in args[:1]):
+        return "ps with `e` prints every process's environment (and the keys in it)"
+    if program in ("kubectl", "oc") and pos[:2] == ["config", "view"] and "--raw" in args:
+        return f"{program} config view --raw prints cluster credentials"
     if (program == "gh" and pos[:2] == ["auth", "token"]) or (
             program == "gh" and pos[:2] == ["auth", "status"] and (
                 "-t" in args or "--show-token" in args)):

@@ -97,6 +97,19 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         out.extend(Finding("source_control", "git-branch-delete",
                            f"force-deletes the {'protected ' if PROTECTED_BRANCH.match(b) else ''}"
                            f"branch '{b}' (its unmerged commits go with it)") for b in pos)
+    elif sub == "branch" and (rest.has_short_flag("M") or rest.has_short_flag("C")) and pos:
+        out.append(Finding("source_control", "git-branch-delete",
+                           f"git branch -{'M' if rest.has_short_flag('M') else 'C'} overwrites "
+                           f"the branch '{pos[-1]}' if it exists"))
+    elif sub == "tag" and (rest.has_short_flag("d") or rest.has_long("--delete")):
+        out.append(Finding("source_control", "git-update-ref", "git tag -d deletes tags"))
+    elif sub == "submodule" and pos[:1] == ["deinit"] and (
+            rest.has_short_flag("f") or rest.has_long("--force", "--all")):
+        out.append(Finding("destruction", "git-discard",
+                           "git submodule deinit --force discards the submodules' changes"))
+    elif sub == "read-tree" and (rest.has_long("--reset") or rest.has_short_flag("u")):
+        out.append(Finding("destruction", "git-discard",
+                           "git read-tree -u/--reset overwrites the working tree"))
     elif sub == "switch" and (rest.has_short_flag("f") or rest.has_long(
             "--force", "--discard-changes")):
         out.append(Finding("destruction", "git-discard",

@@ -170,6 +170,10 @@ _ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.env
                          r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)")
 
 
+_SECRET_VAR = re.compile(r"(environ(\.get)?\s*[\[(]\s*|getenv\(\s*|ENV\[\s*|ENV\.fetch\(\s*"
+                         r"|process\.env\.|process\.env\[\s*|\$ENV\{)[\"']?\w*(KEY|TOKEN|SECRET"
+                         r"|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+_PRINTS = re.compile(r"\b(print|console\.log|puts|echo|say|printf|write|p)\b")
 _EVAL_COMPUTED = re.compile(r"(?<![.\w$])(eval|exec|instance_eval|class_eval|module_eval"
                             r"|create_function|Function|loadstring)\s*\(\s*(?![\"'`)\s])")
 
@@ -232,6 +236,9 @@ def computed_findings(name: str, code: str) -> list[Finding]:
     if ev := _EVAL_COMPUTED.search(code):
         out.append(Finding("supply_chain", "inline-code",
                            f"{name} code evaluates code built at run time ({ev.group(1)})"))
+    if _SECRET_VAR.search(code) and _PRINTS.search(code):
+        out.append(Finding("secrets", "print-secret",
+                           f"{name} code prints a secret environment variable"))
     if _ENV_OBJECT.search(code):
         out.append(Finding("secrets", "env-dump",
                            f"{name} code reads the whole environment (every key in it)"))

@@ -43,15 +43,45 @@ def _value(cmd: SimpleCommand, short: str, long: str) -> list[str]:
     return out
 
 
+#: Long options that name what a program writes, whatever the program (`openssl -out`,
+#: `git archive --output=`, `pip install --target`, `pandoc --output`).
+_OUTPUT_OPTIONS = ("--output", "--out", "-out", "--outfile", "--output-file", "--out-file",
+                   "--output-document", "--outdir", "--output-dir", "--target", "--prefix",
+                   "--root", "--log-file", "--install-dir")
+_COMPILERS = frozenset({"gcc", "g++", "cc", "c++", "clang", "clang++", "go", "rustc", "ld",
+                        "pandoc", "objcopy", "as", "nvcc", "zig", "tcc", "gfortran", "javac"})
+
+
+def _long_outputs(cmd: SimpleCommand) -> list[str]:
+    out: list[str] = []
+    args = cmd.args
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in _OUTPUT_OPTIONS:
+            if eq:
+                out.append(value)
+            elif i + 1 < len(args) and not args[i + 1].startswith("-"):
+                out.append(args[i + 1])
+    if cmd.program in _COMPILERS:
+        out += _value(cmd, "-o", "--output") if cmd.program != "javac" else _value(cmd, "-d", "")
+    return out
+
+
 def targets(cmd: SimpleCommand) -> list[str]:
     """Files `cmd` writes through its options or operands (see the module docstring)."""
+    if cmd.program in ("curl", "wget"):
+        return []  # their downloads are judged where they are found (channels.py)
+    return _long_outputs(cmd) + _targets(cmd)
+
+
+def _targets(cmd: SimpleCommand) -> list[str]:
     program, pos = cmd.program, cmd.positionals()
     if program == "sort":
-        return _value(cmd, "-o", "--output")
+        return _value(cmd, "-o", "")
     if program == "uniq":
         return pos[1:2]
     if program == "iconv":
-        return _value(cmd, "-o", "--output")
+        return _value(cmd, "-o", "")
     if program == "sponge":
         return pos[:1]
     if program in ("yq", "jq") and any(a in ("-i", "--inplace") or re.fullmatch(
@@ -67,7 +97,7 @@ def targets(cmd: SimpleCommand) -> list[str]:
 
 
 def _patch(cmd: SimpleCommand, pos: list[str]) -> list[str]:
-    out = _value(cmd, "-o", "--output") + pos[:1]
+    out = _value(cmd, "-o", "") + pos[:1]
     if cmd.stdin_code:  # a here-doc diff: the files it names (`-p` strips leading parts)
         strip = next((int(v) for v in _value(cmd, "-p", "--strip") if v.isdigit()), None)
         for name in _DIFF_TARGET.findall(cmd.stdin_code):
