@@ -194,8 +194,11 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
                  for r in redirs]
     if not values:
         return _record(out, SimpleCommand("", [], redirects)) if redirects else None
-    n = len(values)
+    n, original = len(values), values
     values, kept, from_xargs = _strip_wrappers(values, kept, out, depth, variables)
+    chdir = _env_chdir(original[:n - len(values)])
+    if chdir is not None:  # `env -C dir cmd`: cmd runs there (and only cmd)
+        _record(out, SimpleCommand("pushd", [chdir]))
     for k, word in enumerate(words[i:i + n - len(values)]):  # `env NAME=value cmd`
         if (m := _ASSIGNMENT.match(word.value)) and k:
             _assign(m.group(1), word, m.end(), env, variables, out, run)
@@ -244,7 +247,23 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
     _inner(cmd, out, depth, variables)
     channels.script_runs(cmd, out, SHELLS, run)
     channels.record_writes(cmd, out)
+    if chdir is not None:
+        _record(out, SimpleCommand("popd"))
     return cmd
+
+
+def _env_chdir(prefix: list[str]) -> str | None:
+    """The directory `env -C DIR` / `env --chdir=DIR` runs its command in, if any."""
+    if not prefix or prefix[0].rsplit("/", 1)[-1] != "env":
+        return None
+    for i, arg in enumerate(prefix):
+        if arg in ("-C", "--chdir") and i + 1 < len(prefix):
+            return prefix[i + 1]
+        if arg.startswith("--chdir="):
+            return arg[8:]
+        if arg.startswith("-C") and len(arg) > 2:
+            return arg[2:]
+    return None
 
 
 def _redirect_target(word: Word, variables: dict[str, str]) -> str:
@@ -361,8 +380,13 @@ def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, s
                 end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")),
                            len(args))
                 if i + 1 < end:
+                    here = arg in ("-execdir", "-okdir")  # runs in each match's directory
+                    if here:
+                        _record(out, SimpleCommand("pushd", [UNKNOWN]))
                     _script(" ".join(_quote(a) for a in args[i + 1:end]), out, depth + 1,
                             variables)
+                    if here:
+                        _record(out, SimpleCommand("popd"))
     elif program == "git":
         from massgen_mcp.hook.git_alias import expand_git
 
