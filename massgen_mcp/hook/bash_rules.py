@@ -165,6 +165,7 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
             continue
         if cmd.program == "ln":
             scope = _link(cmd, scope)
+        scope.note_reads(cmd)
         own = _command_findings(cmd, scope, network)
         findings.extend(own)
         if not own and scope.cwd == UNKNOWN_CWD and (why := _unknown_dir_use(cmd)):
@@ -269,7 +270,7 @@ def _pipeline_findings(pipelines: list[list[SimpleCommand]], scope: Scope) -> li
                     out.append(Finding("exfiltration", "secret-upload",
                                        f"sends {secrets[0]} over the network with "
                                        f"{cmd.program}"))
-            secrets.extend(p for p, _ in secret_sources(cmd))
+            secrets.extend(p for p, _ in secret_sources(cmd, scope))
             if cmd.program in _PRINTERS:
                 secrets.extend(p for p in cmd.positionals() if scope.secret(p))
             if effect_rules.env_dump(cmd) or effect_rules.secret_route(cmd):

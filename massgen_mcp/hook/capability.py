@@ -97,6 +97,11 @@ _CODE_OPTIONS = frozenset({"-c", "-e", "-E", "-x", "-ex", "--eval", "--command",
                            "--execute", "--eval-command", "--script", "--run", "--cmd",
                            "-cmd", "--init-command", "--expr", "--code", "-code",
                            "--exec-command", "-eval", "-exec", "-command"})
+#: Options that hand a program code to evaluate, on any program (known ones included).
+_EVAL_OPTIONS = frozenset({"--eval", "-eval", "--execute", "--eval-command", "--lua-exec"})
+#: Programs whose --eval/--exec value the rules read themselves.
+_READS_ITS_CODE = frozenset({"make", "find", "watch", "git", "nix-shell", "sh", "bash", "zsh",
+                             "docker", "podman", "kubectl", "mongosh", "socat", "nc", "ncat"})
 _SSH = frozenset({"ssh", "scp", "sftp", "autossh", "mosh", "sshfs"})
 _SSH_RUNS = ("proxycommand", "localcommand", "knownhostscommand")
 _TAR_RUNS = ("--to-command", "--use-compress-program", "--info-script", "--new-volume-script",
@@ -189,9 +194,14 @@ def embedded(cmd: SimpleCommand) -> list[str]:
     elif program == "git":
         lines += [a[5:].replace("% ", " ").replace("%%", "%") for a in args
                   if a.startswith("ext::")]
-        lines += _option_values(args, ("--upload-pack", "--receive-pack", "-u"))
+        lines += _git_pack_commands(args)
     elif program == "sg" and len(args) >= 2:
         lines.append(args[-1] if "-c" in args else " ".join(_quote(a) for a in args[1:]))
+    elif program == "socat":  # `EXEC:cmd` / `SYSTEM:cmd` addresses run a command
+        lines += [m.group(2).split(",", 1)[0] if m.group(1).upper() == "EXEC" else m.group(2)
+                  for a in args if (m := re.match(r"(?i)(exec|system):(.*)", a))]
+    elif program in ("nc", "ncat", "netcat"):
+        lines += _option_values(args, ("-e", "-c", "--exec", "--sh-exec"))
     elif program == "ip" and "exec" in args:  # `ip netns exec NAME cmd`
         lines += [t for t in [_scan(args[args.index("exec") + 2:])] if t]
     elif program in ("nix-shell",):
@@ -217,6 +227,14 @@ def _joined(args: list[str]) -> str:
     while i < len(args) and args[i].startswith("-"):
         i += 2 if args[i] in _WATCH_VALUES else 1
     return " ".join(args[i:])
+
+
+def _git_pack_commands(args: list[str]) -> list[str]:
+    """Commands git runs as its transport (`--upload-pack`, `--receive-pack`, clone's `-u`;
+    `push -u` is --set-upstream, `fetch -u` --update-head-ok)."""
+    sub = next((a for a in args if not a.startswith("-")), "")
+    names = ("--upload-pack", "--receive-pack", "--exec") + (("-u",) if sub == "clone" else ())
+    return _option_values(args[args.index(sub):] if sub else args, names)
 
 
 def _ssh_commands(args: list[str]) -> list[str]:
@@ -283,6 +301,16 @@ def opaque(cmd: SimpleCommand) -> list[str]:
         out.append("make runs a makefile from stdin or --eval, which the hook cannot see")
     if program == "git" and any(a.startswith("ext::") for a in args):
         out.append("git's ext:: transport runs a command")
+    if program == "git" and _git_pack_commands(args):
+        out.append("git is given a command to run in place of its own transport program")
+    if program in ("socat", "nc", "ncat", "netcat") and (
+            any(re.match(r"(?i)(exec|system):", a) for a in args)
+            or _option_values(args, ("-e", "-c", "--exec", "--sh-exec", "--lua-exec"))):
+        out.append(f"{program} connects a program to the network (a remote shell)")
+    if program in KNOWN and program not in _READS_ITS_CODE and not _interpreter(program) and (
+            code := [a for a in args if a.split("=", 1)[0] in _EVAL_OPTIONS]):
+        out.append(f"{program} is given code to evaluate ({code[0].split('=', 1)[0]}), "
+                   "which the hook cannot read")
     if program in _PACKAGE_RUNNERS:
         out += _package_runner(cmd)
     if (program not in KNOWN or _interpreter(program)) and any(

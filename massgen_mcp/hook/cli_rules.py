@@ -107,6 +107,14 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
             p in ("set", "unset", "edit") for p in pos[1:2]):
         return hit("supply_chain", "registry-switch",
                    f"{program} config {pos[1]} changes where every project's packages come from")
+    elif program == "go" and sub in ("run", "install") and any(
+            "@" in p or re.match(r"^[\w-]+\.[\w.-]+/", p) for p in pos[1:]):
+        return hit("supply_chain", "remote-module",
+                   f"go {sub} fetches a remote module and runs or installs it")
+    elif program == "cargo" and sub == "install" and any(
+            a.split("=", 1)[0] in ("--git", "--index", "--registry") for a in args):
+        return hit("supply_chain", "pip-untrusted", "cargo install builds a crate from a "
+                   "git repository or another registry")
     elif program == "crontab" and not cmd.has_short_flag("l"):
         return hit("supply_chain", "persistence", "installs a crontab")
     elif program == "systemctl" and sub == "enable":

@@ -65,13 +65,15 @@ def recursive(cmd: SimpleCommand) -> bool:
     return cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long("--recursive")
 
 
-def secret_sources(cmd: SimpleCommand) -> list[tuple[str, str]]:
-    """(path, kind) of secrets a copying or packing command reads."""
+def secret_sources(cmd: SimpleCommand, scope: Scope | None = None) -> list[tuple[str, str]]:
+    """(path, kind) of secrets a copying or packing command reads (`.` after `cd ~/.ssh`
+    included, when the scope the line moved to is given)."""
     if cmd.program not in _COPIERS and cmd.program not in ARCHIVERS:
         return []
     pos = operands(cmd)
     sources = pos[:-1] if cmd.program in _COPIERS and len(pos) >= 2 else pos
-    return [(p, kind) for p in sources if (kind := secret_kind(p))]
+    return [(p, kind) for p in sources
+            if (kind := secret_kind(p) or (scope.secret(p) if scope else None))]
 
 
 def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | None:
@@ -79,7 +81,7 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
     program, pos = cmd.program, operands(cmd)
     out: list[Finding | None] = [
         Finding("secrets", "copy-secret", f"{program} copies {p}, {kind}: the copy escapes "
-                "its protections") for p, kind in secret_sources(cmd)]
+                "its protections") for p, kind in secret_sources(cmd, scope)]
     if program == "rm":
         if recursive(cmd):
             targets = [*pos, UNKNOWN] if cmd.from_xargs else pos

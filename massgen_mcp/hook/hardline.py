@@ -173,6 +173,18 @@ class RecordingScope(Scope):
         if path is not None:
             self.events.append((kind, path))
 
+    def note_reads(self, cmd: object) -> None:
+        """Every path word of a command, where the line has moved to (`cd ~/.config && cd
+        mass*p && cat plan.k?y` reads the key: the hard line judges it like a literal)."""
+        from massgen_mcp.hook.command import SimpleCommand
+
+        if isinstance(cmd, SimpleCommand):
+            kind = "read-r" if _recursive(cmd) else "read"
+            for word in _words(cmd):
+                path = _absolute(self, word)
+                if path is not None and path != "/":
+                    self.events.append((kind, path))
+
     def delete_finding(self, word: str) -> Finding | None:
         self._record("delete", word)
         return super().delete_finding(word)
@@ -198,7 +210,11 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
             out.append(_finding(f"secret:{f.rule}", f.detail, f.group))
     linked = _link_sources(tool_input.get("command") if tool == "Bash" else None, scope)
     for kind, path in scope.events:
-        if not (kind == "delete" and path in linked):  # `ln -s /usr/bin/x y` reads, keeps
+        if kind.startswith("read"):
+            if names_inside(path, keys) or (kind == "read-r" and names_ancestor(path, keys)):
+                out.append(_finding("guard", f"reads {path}, where the checkpoint key and "
+                                             "signed plans are kept"))
+        elif not (kind == "delete" and path in linked):  # `ln -s /usr/bin/x y` reads, keeps
             out.extend(_event(kind, path, scope, keys, protected))
     if tool in _READ_TOOLS:
         out.extend(_read_tool(tool_input.get(_READ_TOOLS[tool]), scope, keys, tool))

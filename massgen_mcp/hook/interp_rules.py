@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 _CODE_FLAGS: dict[str, tuple[str, ...]] = {
     "python": ("-c",), "perl": ("-e", "-E"), "ruby": ("-e",), "node": ("-e", "--eval", "-p",
                                                                        "--print"),
-    "nodejs": ("-e", "--eval", "-p", "--print"), "php": ("-r",), "bun": ("-e", "--eval"),
+    "nodejs": ("-e", "--eval", "-p", "--print"), "php": ("-r",),
+    "ts-node": ("-e", "--eval", "-p", "--print"), "tsx": ("-e", "--eval", "-p", "--print"),
+    "bun": ("-e", "--eval"),
     "deno": ("eval",), "lua": ("-e",), "Rscript": ("-e",), "julia": ("-e",),
     "osascript": ("-e",), "pwsh": ("-c", "-Command"), "powershell": ("-c", "-Command"),
     "awk": (), "gawk": (), "mawk": (),
@@ -46,7 +48,7 @@ _RUNS_SHELL = re.compile(
     r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
     r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
     r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run|os\.execute"
-    r"|io\.popen)\b|`|%x[{(\[<|!]|qx[{(]")
+    r"|io\.popen|do shell script)\b|`|%x[{(\[<|!]|qx[{(]")
 _DELETES = re.compile(
     r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"
     r"|unlink\w*|rmdir\w*|rmtree|rm\w*|rename\w*|move\w*|delete\w*|truncate\w*|emptyDir\w*)"

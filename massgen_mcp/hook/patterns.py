@@ -142,8 +142,8 @@ def _grep_findings(tool_input: dict[str, Any], scope: Scope) -> list[Finding]:
     if isinstance(glob, str) and glob:
         last = glob.rstrip("/").rsplit("/", 1)[-1]
         for pattern in (p.strip() for p in last.strip("{}").split(",")):
-            hit = next((n for n in _SECRET_SAMPLES if fnmatch.fnmatchcase(n, pattern)
-                        and (pattern.startswith(".") or not n.startswith("."))), None)
+            # ripgrep's globs follow gitignore rules: `*` matches a leading dot too
+            hit = next((n for n in _SECRET_SAMPLES if fnmatch.fnmatchcase(n, pattern)), None)
             if hit:
                 out.append(Finding("secrets", "print-secret",
                                    f"Grep's glob {glob!r} picks secret files ({hit})"))

@@ -223,6 +223,11 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=
                 return kind
         return None
 
+    def note_reads(self, cmd: object) -> None:
+        """A command about to run here (the line's `cd`s followed): a recording scope
+        (`hardline.RecordingScope`) notes what it reads; this one has nothing to do."""
+        return None
+
     def climbs_out(self, word: str) -> bool:
         """A relative path that climbs out of the workspace (`../x` from its root); a plain
         `x` in a directory the line moved to is not climbing."""

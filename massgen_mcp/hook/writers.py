@@ -80,6 +80,8 @@ def _targets(cmd: SimpleCommand) -> list[str]:
         return _value(cmd, "-o", "")
     if program == "uniq":
         return pos[1:2]
+    if program == "touch":
+        return [p for p in pos if not cmd.has_short_flag("r") or p != pos[0]]
     if program == "iconv":
         return _value(cmd, "-o", "")
     if program == "sponge":
