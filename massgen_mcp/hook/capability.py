@@ -189,12 +189,21 @@ def embedded(cmd: SimpleCommand) -> list[str]:
                   if a.startswith("--checkpoint-action=") and "exec=" in a]
     elif program == "zip":
         lines += _option_values(args, ("-TT", "--unzip-command"))
+    elif program in ("less", "more", "most"):  # `less +'!cmd'`: an initial command
+        lines += [a.split("!", 1)[1] for a in args if a.startswith("+") and "!" in a]
     elif program in _VI or program == "ed":
         lines += vi_commands(cmd)
     elif program == "git":
         lines += [a[5:].replace("% ", " ").replace("%%", "%") for a in args
                   if a.startswith("ext::")]
         lines += _git_pack_commands(args)
+        for sub, word in (("bisect", "run"), ("submodule", "foreach")):
+            if sub in args and word in args[args.index(sub):]:
+                at = args.index(word, args.index(sub)) + 1
+                after = [a for a in args[at:] if a != "--recursive"]
+                lines.append(after[0] if len(after) == 1 else " ".join(_quote(a) for a in after))
+        if "rebase" in args:
+            lines += _option_values(args, ("-x",))
     elif program == "sg" and len(args) >= 2:
         lines.append(args[-1] if "-c" in args else " ".join(_quote(a) for a in args[1:]))
     elif program == "socat":  # `EXEC:cmd` / `SYSTEM:cmd` addresses run a command

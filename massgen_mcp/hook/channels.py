@@ -120,6 +120,12 @@ def download_targets(cmd: SimpleCommand) -> list[str]:
                 re.fullmatch(r"-[A-Za-z]*", arg) and arg.endswith(short))) and i + 1 < len(
                 cmd.args):
             out.append(cmd.args[i + 1])
+    remote_name = cmd.program == "wget" or any(
+        a in ("-O", "--remote-name", "--remote-name-all") or re.fullmatch(r"-[A-Za-z]*O", a)
+        for a in cmd.args)
+    if remote_name and not out:  # `wget URL`, `curl -O URL`: saved under the URL's name
+        out += [u.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or "index.html"
+                for u in cmd.args if re.match(r"^(https?|ftp)://|^[\w.-]+\.\w+/", u)]
     return out
 
 

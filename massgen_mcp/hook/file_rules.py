@@ -70,6 +70,8 @@ def secret_sources(cmd: SimpleCommand, scope: Scope | None = None) -> list[tuple
     included, when the scope the line moved to is given)."""
     if cmd.program not in _COPIERS and cmd.program not in ARCHIVERS:
         return []
+    if cmd.program == "openssl" and cmd.args[:1] in (["x509"], ["verify"], ["crl"], ["req"]):
+        return []  # reads a certificate (public) and prints its fields
     pos = operands(cmd)
     sources = pos[:-1] if cmd.program in _COPIERS and len(pos) >= 2 else pos
     return [(p, kind) for p in sources

@@ -101,6 +101,10 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         out.append(Finding("source_control", "git-branch-delete",
                            f"git branch -{'M' if rest.has_short_flag('M') else 'C'} overwrites "
                            f"the branch '{pos[-1]}' if it exists"))
+    elif sub == "branch" and (rest.has_short_flag("f") or rest.has_long("--force")) and len(
+            pos) >= 2:
+        out.append(Finding("source_control", "git-branch-delete",
+                           f"git branch -f moves the branch '{pos[0]}' (its commits may be lost)"))
     elif sub == "tag" and (rest.has_short_flag("d") or rest.has_long("--delete")):
         out.append(Finding("source_control", "git-update-ref", "git tag -d deletes tags"))
     elif sub == "submodule" and pos[:1] == ["deinit"] and (

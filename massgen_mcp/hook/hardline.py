@@ -24,6 +24,7 @@ The operator's additions (`path`, `command`, `tool` rules) are read by `hardline
 from __future__ import annotations
 
 import os
+import re
 
 from massgen_mcp.hook.active import is_under, key_path
 from massgen_mcp.hook.hardline_paths import (
@@ -320,6 +321,8 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
     home = scope.home.rstrip("/")
     spelled = {keys, keys.replace(home, "~", 1), keys.replace(home, "$HOME", 1),
                keys.replace(home, "${HOME}", 1), "/" + os.path.basename(key_path())}
+    if re.search(r"(^|[\s/'\"])" + re.escape(os.path.basename(key_path())) + r"\b", command):
+        spelled.add(os.path.basename(key_path()))  # `find ~ -name plan.key`: its name alone
     for needle in spelled:
         if needle and needle != "/" and needle in command:
             out.append(_finding("guard", f"names {needle}, where the checkpoint key and "

@@ -161,7 +161,8 @@ _DISPATCH = re.compile(r"\bgetattr\s*\(\s*[^,()]+,\s*(?![\"'][\w]+[\"']\s*[,)])"
                        r"vars\(\w*\)\s*\[|\.send\s*\(|\.public_send\s*\(|&\$\w+\s*\()")
 _SHELL_CALL = re.compile(r"\b(os\.system|os\.popen|subprocess\.\w+|Popen|check_output|"
                          r"check_call|execSync|exec|spawnSync|spawn|execFileSync|system|"
-                         r"shell_exec|passthru|popen|IO\.popen|Open3\.\w+)\s*\(")
+                         r"shell_exec|passthru|popen|IO\.popen|Open3\.\w+|Deno\.Command|Deno\.run"
+                         r"|Bun\.spawn\w*)\s*\(")
 _PURE_ARG = re.compile(r"""(?:\s|,|\[|\]|\{|\}|:|\w+\s*=\s*(?:True|False|None|true|false|\d+)"""
                        r"""|(?:shell|check|text|capture_output|cwd|timeout|stdio|encoding)"""
                        r"""\s*[:=]\s*(?:[\w.]+|""))*""")
