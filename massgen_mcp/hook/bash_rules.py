@@ -31,7 +31,7 @@ from massgen_mcp.hook.git_rules import git_findings
 from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, is_under, secret_kind
+from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, holds_secrets, is_under, secret_kind
 from massgen_mcp.hook.shell import SHELLS, analyse
 
 _DB_CLIENTS = wordset(
@@ -329,6 +329,10 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
                            f"{program} reads {p}, {kind}, and may print it into the transcript "
                            "(it goes to the model provider)") for p in pos
                    if not p.startswith("-") and (kind := scope.secret(p)))
+    if _reads_recursively(cmd):
+        out.extend(Finding("secrets", "print-secret", f"{program} reads {p} recursively, "
+                           f"a directory holding {held}") for p in pos if not p.startswith("-")
+                   and (where := scope.resolve(p)) and (held := holds_secrets(where, scope.home)))
     if (why := effect_rules.secret_route(cmd)) is not None:
         out.append(Finding("secrets", "print-secret", why))
     if program in ("echo", "printf", "printenv"):
@@ -351,6 +355,17 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     if program in _NETWORK:
         out.extend(_network(cmd, scope))
     return [f for f in out if f is not None]
+
+
+def _reads_recursively(cmd: SimpleCommand) -> bool:
+    """Does the command read whole directory trees (and print or pack what it finds)?"""
+    if cmd.program in ("rg", "ag", "ack", "tar", "bsdtar", "7z", "cpio", "zip"):
+        return cmd.program != "zip" or cmd.has_short_flag("r")
+    if cmd.program in ("grep", "egrep", "fgrep", "cp", "scp"):
+        return cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long(
+            "--recursive", "--dereference-recursive") or (
+                cmd.program == "cp" and cmd.has_short_flag("a"))
+    return cmd.program == "find" and any(a in ("-exec", "-execdir", "-ok") for a in cmd.args)
 
 
 def _first_expr(args: list[str]) -> int:

@@ -202,8 +202,8 @@ def embedded(cmd: SimpleCommand) -> list[str]:
                 at = args.index(word, args.index(sub)) + 1
                 after = [a for a in args[at:] if a != "--recursive"]
                 lines.append(after[0] if len(after) == 1 else " ".join(_quote(a) for a in after))
-        if "rebase" in args:
-            lines += _option_values(args, ("-x",))
+        if "rebase" in args or "difftool" in args:
+            lines += _option_values(args, ("-x", "--extcmd"))
     elif program == "sg" and len(args) >= 2:
         lines.append(args[-1] if "-c" in args else " ".join(_quote(a) for a in args[1:]))
     elif program == "socat":  # `EXEC:cmd` / `SYSTEM:cmd` addresses run a command

@@ -105,9 +105,11 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
                 p for p in pos[1:] if re.match(r"^(git\+|https?://|git://|github:|gitlab:"
                                               r"|bitbucket:|[\w.-]+@[\w.-]+:)", p)]):
         return hit("supply_chain", "pip-untrusted", f"{program} installs from {risky[0]}")
-    elif program in ("npm", "yarn", "pnpm") and pos[:2] == ["config", "set"] and "registry" in (
-            pos[2:3] or [""])[0]:
-        return hit("supply_chain", "registry-switch", f"{program} switches the package registry")
+    elif program in ("npm", "yarn", "pnpm") and pos[:2] == ["config", "set"]:
+        # the registry, the shell scripts run with, node's options: settings for every project
+        return hit("supply_chain", "registry-switch",
+                   f"{program} config set changes how every project's packages are fetched "
+                   "and their scripts run")
     elif program in ("pip", "pip3") and pos[:1] == ["config"] and any(
             p in ("set", "unset", "edit") for p in pos[1:2]):
         return hit("supply_chain", "registry-switch",

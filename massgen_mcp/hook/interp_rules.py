@@ -93,6 +93,24 @@ def inline_code(cmd: SimpleCommand) -> str | None:
     return None
 
 
+_PS_CMDLETS = ((re.compile(r"\b(Remove-Item|ri|del|erase|rd|rmdir)\b(?=[^;|]*-Recurse)", re.I),
+                "rm -rf"), (re.compile(r"\b(Remove-Item|ri|del|erase)\b", re.I), "rm -f"),
+               (re.compile(r"\b(Copy-Item|cpi)\b", re.I), "cp -r"),
+               (re.compile(r"\b(Move-Item|mi)\b", re.I), "mv"),
+               (re.compile(r"\b(Set-Content|Add-Content|Out-File)\b", re.I), "tee -a"),
+               (re.compile(r"\b(Invoke-Expression|iex|Start-Process|saps)\b", re.I), "eval"),
+               (re.compile(r"\b(Invoke-WebRequest|iwr|Invoke-RestMethod|irm)\b", re.I), "curl"))
+
+
+def _as_shell(code: str) -> str:
+    """PowerShell as the POSIX commands its cmdlets amount to (options dropped), so the
+    shell rules judge `Remove-Item -Recurse -Force ~/x` as `rm -rf ~/x`."""
+    for pattern, posix in _PS_CMDLETS:
+        code = pattern.sub(posix, code)
+    return re.sub(r"\s-(Recurse|Force|Path|LiteralPath|Destination|Value|Confirm:\$false)\b",
+                  " ", code, flags=re.I)
+
+
 def reads_code_from_stdin(cmd: SimpleCommand) -> bool:
     """Does this interpreter run whatever arrives on stdin (a pipe feeds it the program)?"""
     family = interpreter(cmd.program)
@@ -137,6 +155,11 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
         for line in awk_commands(code):
             out.extend(check_line(line, scope) if UNKNOWN not in line else [Finding(
                 "supply_chain", "inline-code", f"{name} runs a command built at run time")])
+            if re.fullmatch(r"\s*((ba|z|da|k)?sh|python3?|perl|ruby|node)(\s+-s?)?\s*", line):
+                out.append(Finding("supply_chain", "pipe-to-shell",
+                                   f"{name} pipes what it prints into {line.split()[0]}"))
+    if family in ("pwsh", "powershell"):
+        out.extend(check_line(_as_shell(code), scope))
     else:
         out.extend(f for t in code_targets(code)
                    if (f := scope.write_finding(t, verb=f"{name} code writes")))

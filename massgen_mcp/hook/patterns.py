@@ -24,7 +24,7 @@ from massgen_mcp.hook.bash_rules import check_bash, sql_finding
 from massgen_mcp.hook.command import wordset
 from massgen_mcp.hook.matching import split_mcp_name
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import Scope, secret_kind
+from massgen_mcp.hook.scope import Scope, holds_secrets, secret_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
@@ -135,7 +135,9 @@ def _grep_findings(tool_input: dict[str, Any], scope: Scope) -> list[Finding]:
     path = tool_input.get("path")
     if isinstance(path, str) and path:
         where = scope.resolve(path)
-        kind = secret_kind(where or path) or (scope.secret(path) if where else None)
+        kind = secret_kind(where or path) or (scope.secret(path) if where else None) or (
+            f"a directory holding {held}" if where and (
+                held := holds_secrets(where, scope.home)) else None)
         if kind:
             out.append(Finding("secrets", "print-secret", f"Grep searches {path}, {kind}"))
     glob = tool_input.get("glob")

@@ -101,6 +101,19 @@ def secret_kind(path: str) -> str | None:
     return None
 
 
+#: Where secrets live under a home directory: reading a directory above one of these
+#: recursively (Grep over ~/.config/gh, `grep -r x ~`, `tar c ~`) reads them.
+HOME_SECRETS = (".ssh", ".aws", ".gnupg", ".azure", ".password-store", ".config/gh",
+                ".docker/config.json", ".kube", ".netrc", ".git-credentials", ".pgpass",
+                ".npmrc", ".pypirc", ".config/gcloud", ".vault-token", ".terraformrc")
+
+
+def holds_secrets(path: str, home: str) -> str | None:
+    """The secret location (`~/.ssh`, ...) a directory holds, or None."""
+    return next((f"~/{rel}" for rel in HOME_SECRETS
+                 if is_under(os.path.join(home, rel), path)), None)
+
+
 def guardrail_finding(path: str) -> Finding | None:
     """Writes that switch safety off or rewrite history behind git's back."""
     if is_under(path, _key_dir()):
