@@ -16,7 +16,12 @@
       git_rules.py    git (force-push to shared branches, reset --hard, clean, ...)
       git_alias.py    what git runs through aliases and command-valued settings
       cli_rules.py    infrastructure, cloud, containers, GitHub, packages
-      effect_rules.py sed scripts, environment dumps, find actions, devices, publishing
+      effect_rules.py sed scripts, environment dumps, find actions, devices, publishing,
+                      credential printers
+      capability.py   by capability, not name: wrappers and options that run a command,
+                      unknown programs given code, package runners, scheduling
+      writers.py      programs that write through options or operands (sort -o, uniq OUT,
+                      patch, ex scripts, awk print >, any --output, interpreter copies)
       lexer.py        shell lexing: quotes, substitutions, heredocs
       expand.py       the shell's expansions, done statically: braces, ~user, parameters,
                       fixed substitutions, globs (what stays unknown is gated)

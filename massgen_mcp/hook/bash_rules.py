@@ -21,7 +21,7 @@ import os
 import re
 
 from massgen_mcp.hook import effect_rules, writers
-from massgen_mcp.hook.capability import opaque
+from massgen_mcp.hook.capability import opaque, reads_recursively, unknown_dir_use
 from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
 from massgen_mcp.hook.command import SimpleCommand, shell_script, wordset
@@ -168,7 +168,7 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
         scope.note_reads(cmd)
         own = _command_findings(cmd, scope, network)
         findings.extend(own)
-        if not own and scope.cwd == UNKNOWN_CWD and (why := _unknown_dir_use(cmd)):
+        if not own and scope.cwd == UNKNOWN_CWD and (why := unknown_dir_use(cmd)):
             findings.append(Finding("exfiltration", "unknown-directory", why))
         if interpreter(cmd.program):
             findings.extend(code_findings(cmd, scope, nested))
@@ -213,26 +213,6 @@ def _known_dir(cmd: SimpleCommand, scope: Scope) -> str | None:
             path = os.path.dirname(path)
         return path
     return None
-
-
-_NO_FILES = wordset("echo printf true false : pwd exit return export unset set shopt sleep "
-                    "date whoami id uname hostname command type which hash wait")
-_PATHLIKE = re.compile(r"[./*?\[]|^[\w.-]+$")
-
-
-def _unknown_dir_use(cmd: SimpleCommand) -> str | None:
-    """After a `cd` the hook cannot follow, a relative path names something unknown: what
-    is read or written there is gated alike (the key dir may be where the line went)."""
-    if cmd.program in _NO_FILES or not cmd.program:
-        words = [t for _, t in cmd.redirects]
-    else:
-        words = [*cmd.positionals(), *(t for _, t in cmd.redirects)]
-    rel = [w for w in words if w and not w.startswith(("/", "~", "&", "-")) and not w.isdigit()
-           and "://" not in w and _PATHLIKE.search(w)]
-    if not rel:
-        return None
-    return (f"{cmd.program or 'a redirection'} uses {rel[0]!r} in a directory the hook cannot "
-            "determine (after a `cd` it cannot follow)")
 
 
 def _link(cmd: SimpleCommand, scope: Scope) -> Scope:
@@ -329,7 +309,7 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
                            f"{program} reads {p}, {kind}, and may print it into the transcript "
                            "(it goes to the model provider)") for p in pos
                    if not p.startswith("-") and (kind := scope.secret(p)))
-    if _reads_recursively(cmd):
+    if reads_recursively(cmd):
         out.extend(Finding("secrets", "print-secret", f"{program} reads {p} recursively, "
                            f"a directory holding {held}") for p in pos if not p.startswith("-")
                    and (where := scope.resolve(p)) and (held := holds_secrets(where, scope.home)))
@@ -355,17 +335,6 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     if program in _NETWORK:
         out.extend(_network(cmd, scope))
     return [f for f in out if f is not None]
-
-
-def _reads_recursively(cmd: SimpleCommand) -> bool:
-    """Does the command read whole directory trees (and print or pack what it finds)?"""
-    if cmd.program in ("rg", "ag", "ack", "tar", "bsdtar", "7z", "cpio", "zip"):
-        return cmd.program != "zip" or cmd.has_short_flag("r")
-    if cmd.program in ("grep", "egrep", "fgrep", "cp", "scp"):
-        return cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long(
-            "--recursive", "--dereference-recursive") or (
-                cmd.program == "cp" and cmd.has_short_flag("a"))
-    return cmd.program == "find" and any(a in ("-exec", "-execdir", "-ok") for a in cmd.args)
 
 
 def _first_expr(args: list[str]) -> int:

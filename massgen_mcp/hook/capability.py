@@ -15,6 +15,10 @@ around them. So, for every simple command:
 - scheduling (`at`, `batch`, `systemd-run`, `launchctl load`) is gated: the command runs
   later, outside any hook.
 
+- after a `cd` the hook cannot follow, a relative path is unknown for reads as for writes
+  (`unknown_dir_use`); a recursive reader over a directory holding home secrets reads them
+  (`reads_recursively`, judged in `bash_rules.py`).
+
 `KNOWN` lists programs whose options the hook understands or that run nothing they are
 given; everything else is "not known to be inert". Standard library only.
 """
@@ -358,3 +362,34 @@ def _package_runner(cmd: SimpleCommand) -> list[str]:
         return []
     return [f"{cmd.program} fetches and runs the package `{spec[:60]}`, which the hook "
             "cannot see"]
+
+
+_NO_FILES = wordset("echo printf true false : pwd exit return export unset set shopt sleep "
+                    "date whoami id uname hostname command type which hash wait")
+_PATHLIKE = re.compile(r"[./*?\[]|^[\w.-]+$")
+
+
+def unknown_dir_use(cmd: SimpleCommand) -> str | None:
+    """After a `cd` the hook cannot follow, a relative path names something unknown: what
+    is read or written there is gated alike (the key dir may be where the line went)."""
+    if cmd.program in _NO_FILES or not cmd.program:
+        words = [t for _, t in cmd.redirects]
+    else:
+        words = [*cmd.positionals(), *(t for _, t in cmd.redirects)]
+    rel = [w for w in words if w and not w.startswith(("/", "~", "&", "-")) and not w.isdigit()
+           and "://" not in w and _PATHLIKE.search(w)]
+    if not rel:
+        return None
+    return (f"{cmd.program or 'a redirection'} uses {rel[0]!r} in a directory the hook cannot "
+            "determine (after a `cd` it cannot follow)")
+
+
+def reads_recursively(cmd: SimpleCommand) -> bool:
+    """Does the command read whole directory trees (and print or pack what it finds)?"""
+    if cmd.program in ("rg", "ag", "ack", "tar", "bsdtar", "7z", "cpio", "zip"):
+        return cmd.program != "zip" or cmd.has_short_flag("r")
+    if cmd.program in ("grep", "egrep", "fgrep", "cp", "scp"):
+        return cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long(
+            "--recursive", "--dereference-recursive") or (
+                cmd.program == "cp" and cmd.has_short_flag("a"))
+    return cmd.program == "find" and any(a in ("-exec", "-execdir", "-ok") for a in cmd.args)
