@@ -19,6 +19,7 @@
       effect_rules.py sed scripts, environment dumps, find actions, devices, publishing,
                       credential printers
       capability.py   by capability, not name: wrappers and options that run a command,
+                      (programs.py: the programs the hook knows)
                       unknown programs given code, package runners, scheduling
       writers.py      programs that write through options or operands (sort -o, uniq OUT,
                       patch, ex scripts, awk print >, any --output, interpreter copies)

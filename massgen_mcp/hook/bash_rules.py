@@ -308,7 +308,8 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
         out.extend(Finding("secrets", "print-secret",
                            f"{program} reads {p}, {kind}, and may print it into the transcript "
                            "(it goes to the model provider)") for p in pos
-                   if not p.startswith("-") and (kind := scope.secret(p)))
+                   if not p.startswith("-") and not _env_file_option(cmd, p)
+                   and (kind := scope.secret(p)))
     if reads_recursively(cmd):
         out.extend(Finding("secrets", "print-secret", f"{program} reads {p} recursively, "
                            f"a directory holding {held}") for p in pos if not p.startswith("-")
@@ -335,6 +336,15 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     if program in _NETWORK:
         out.extend(_network(cmd, scope))
     return [f for f in out if f is not None]
+
+
+def _env_file_option(cmd: SimpleCommand, word: str) -> bool:
+    """`--env-file .env`: the program loads the file into an environment, it does not
+    print it (printers are judged whatever precedes the file)."""
+    if cmd.program in _PRINTERS or word not in cmd.args:
+        return False
+    i = cmd.args.index(word)
+    return i > 0 and bool(re.fullmatch(r"--?[\w-]*env[\w-]*", cmd.args[i - 1]))
 
 
 def _first_expr(args: list[str]) -> int:

@@ -28,40 +28,8 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.command import SimpleCommand, _quote, wordset
+from massgen_mcp.hook.programs import KNOWN
 
-KNOWN = wordset(
-    # files, text and search
-    "ls cat head tail less more grep egrep fgrep rg ag ack find fd wc sort uniq cut tr nl "
-    "tac rev fold fmt pr column paste join comm diff cmp sdiff colordiff file stat du df "
-    "tree realpath readlink basename dirname pwd echo printf true false test [ sleep date "
-    "touch mkdir rmdir cp mv rm ln install chmod chown chgrp tee xxd od hexdump strings "
-    "base64 md5sum sha1sum sha256sum sha512sum cksum b2sum jq yq sed awk gawk mawk bat "
-    "delta less most pv iconv dos2unix unix2dos expand unexpand split csplit shuf seq "
-    "yes which whereis type command hash id whoami groups uname hostname uptime ps top "
-    "htop free lsof pgrep kill pkill killall nproc env printenv export set unset declare "
-    "typeset local readonly alias unalias cd pushd popd dirs source . eval exec exit "
-    "return shift wait jobs fg bg disown umask ulimit getopts read mapfile readarray let "
-    "history fc trap : time timeout nice nohup xargs parallel tar zip unzip gzip gunzip "
-    "bzip2 bunzip2 xz unxz zstd unzstd 7z lz4 zcat bzcat xzcat zless zgrep cpio "
-    "curl wget ssh scp sftp rsync nc ncat netcat socat ping dig nslookup host traceroute "
-    "ip ifconfig ss netstat openssl gpg age sops "
-    # development
-    "git gh glab hub python python3 pip pip3 pipx uv uvx poetry pipenv pdm hatch tox nox "
-    "pytest py.test mypy ruff black isort flake8 pylint pyright coverage pre-commit "
-    "node nodejs npm npx pnpm yarn bun bunx deno tsc eslint prettier jest vitest mocha "
-    "playwright webpack vite next tsx ts-node go gofmt cargo rustc rustup rustfmt clippy "
-    "make cmake ninja meson bazel gcc g++ cc clang clang++ ld ar nm objdump javac "
-    "java mvn gradle gradlew sbt dotnet ruby gem bundle rake rails perl php "
-    "composer lua Rscript julia swiftc xcodebuild mix "
-    "docker docker-compose podman kubectl helm terraform tofu terragrunt pulumi aws "
-    "gcloud az gsutil psql mysql sqlite3 vim vi nvim ex view ed nano "
-    "emacs code sudo doas su runuser watch systemd-run at batch atq atrm crontab systemctl "
-    "journalctl launchctl shellcheck shfmt direnv dotenv open xdg-open "
-    "pbcopy pbpaste xclip xsel wl-copy clear reset tput stty script patch sponge "
-    "sh bash zsh dash ksh mksh ash fish csh tcsh rbash busybox toybox osascript pwsh "
-    "powershell pypy pypy3 nice ionice stdbuf unbuffer setsid caffeinate flock taskset chrt "
-    "strace ltrace chroot builtin "
-    "column ts jc gron fzf xmllint tidy pandoc convert ffmpeg magick identify exiftool")
 #: Programs that run the command they are given after their own options; value = options
 #: that take a value (the rest of the arguments is the command).
 _WRAPPERS: dict[str, frozenset[str]] = {
@@ -364,6 +332,12 @@ def _package_runner(cmd: SimpleCommand) -> list[str]:
             "cannot see"]
 
 
+#: Programs whose bare-word operands are files (`cat notes`); for the rest a bare word is
+#: usually a subcommand or a name (`git status`, `make build`).
+_FILE_PROGRAMS = wordset(
+    "cat head tail less more cp mv rm ln install tar zip unzip gzip sed awk grep rg sort uniq "
+    "tee dd base64 xxd od strings diff cmp nl paste comm split shred truncate chmod chown "
+    "touch source . python python3 node perl ruby php bash sh zsh")
 _NO_FILES = wordset("echo printf true false : pwd exit return export unset set shopt sleep "
                     "date whoami id uname hostname command type which hash wait")
 _PATHLIKE = re.compile(r"[./*?\[]|^[\w.-]+$")
@@ -377,7 +351,8 @@ def unknown_dir_use(cmd: SimpleCommand) -> str | None:
     else:
         words = [*cmd.positionals(), *(t for _, t in cmd.redirects)]
     rel = [w for w in words if w and not w.startswith(("/", "~", "&", "-")) and not w.isdigit()
-           and "://" not in w and _PATHLIKE.search(w)]
+           and "://" not in w and (re.search(r"[./*?\[]", w) or (
+               cmd.program in _FILE_PROGRAMS and _PATHLIKE.search(w)))]
     if not rel:
         return None
     return (f"{cmd.program or 'a redirection'} uses {rel[0]!r} in a directory the hook cannot "
