@@ -11,6 +11,7 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_agents import cli_env
@@ -27,6 +28,46 @@ from scripted_provider import (
 from tiers import require, require_node_bin, require_program
 
 from massgen_mcp.cli.setup import run_setup
+
+
+def doctor_protection(project: Path, home: Path, path: str) -> dict[str, Any]:
+    """What `massgen-mcp doctor --json` says protects Bash in `project`, with this PATH."""
+    env = cli_env(HOME=str(home), PATH=path)
+    proc = subprocess.run([EXE, "doctor", "--json", "--no-clients", "--dir", str(project)],
+                          capture_output=True, text=True, timeout=180, env=env, cwd=project)
+    assert proc.stdout.strip(), proc.stderr[-2000:]
+    found: dict[str, Any] = json.loads(proc.stdout)["protection"]
+    return found
+
+
+def test_doctor_says_which_protection_holds_in_plain_words(tmp_path: Path) -> None:
+    """`setup --hooks` makes the sandbox the boundary; doctor says so, says "advisory" when
+    bubblewrap/socat are not there (with the install command), and when the settings were
+    written with --no-sandbox."""
+    bwrap = require_program("sandbox", "bwrap")
+    require_program("sandbox", "socat")
+    works, evidence = bwrap_works(bwrap)
+    require("sandbox", works, f"bwrap cannot create namespaces here: {evidence}")
+    home = tmp_path / "home"
+    boxed, bare = home / "boxed", home / "bare"
+    for project in (boxed, bare):
+        project.mkdir(parents=True)
+    run_setup(boxed, ["claude"], hooks=True, instructions=None, command=[EXE])
+    run_setup(bare, ["claude"], hooks=True, instructions=None, command=[EXE], sandbox=False)
+    system_path = os.environ.get("PATH", "/usr/bin:/bin")
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+
+    on = doctor_protection(boxed, home, system_path)
+    assert on["level"] == "boundary" and on["summary"] == "boundary: OS sandbox + hook", on
+    missing = doctor_protection(boxed, home, str(empty))
+    assert missing["level"] == "advisory", missing
+    assert missing["summary"].startswith("advisory: hook only, because bubblewrap/socat are "
+                                         "missing"), missing
+    assert "apt-get install bubblewrap socat" in missing["fix"]
+    off = doctor_protection(bare, home, system_path)
+    assert off["level"] == "advisory" and "does not turn on" in off["summary"], off
+    assert off["fix"] == "massgen-mcp setup --hooks"
 
 
 def bwrap_works(bwrap: str) -> tuple[bool, str]:
