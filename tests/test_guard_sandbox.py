@@ -70,6 +70,13 @@ def test_doctor_says_which_protection_holds_in_plain_words(tmp_path: Path) -> No
     off = doctor_protection(bare, home, system_path)
     assert off["level"] == "advisory" and "does not turn on" in off["summary"], off
     assert off["fix"] == "massgen-mcp setup --hooks"
+    # A sandbox that leaves the key directory readable is not a boundary for the guard.
+    settings_path = boxed / ".claude" / "settings.json"
+    settings = json.loads(settings_path.read_text())
+    settings["sandbox"]["filesystem"]["denyRead"].remove("~/.config/massgen-mcp")
+    settings_path.write_text(json.dumps(settings))
+    leaky = doctor_protection(boxed, home, system_path)
+    assert leaky["level"] == "advisory" and "does not deny read" in leaky["summary"], leaky
 
 
 def bwrap_works(bwrap: str) -> tuple[bool, str]:

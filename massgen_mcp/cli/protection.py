@@ -66,6 +66,38 @@ def _hook_on(settings: list[dict[str, Any]]) -> bool:
     return False
 
 
+def _denied(settings: list[dict[str, Any]], key: str) -> list[str]:
+    """Which of read/write the sandbox settings leave open on the guard's key directory."""
+    def covers(entry: Any) -> bool:
+        if not isinstance(entry, str):
+            return False
+        root = Path(entry).expanduser().resolve()
+        return Path(key) == root or Path(key).is_relative_to(root)
+
+    open_ = []
+    for kind in ("denyRead", "denyWrite"):
+        entries = [e for data in settings if isinstance(data.get("sandbox"), dict)
+                   for e in ((data["sandbox"].get("filesystem") or {}).get(kind) or [])]
+        if not any(covers(e) for e in entries):
+            open_.append(kind[4:].lower())
+    return open_
+
+
+def _key_dirs(project: Path) -> list[str]:
+    """The guard's key directory as this shell and the registered server see it."""
+    from massgen_mcp.hook.active import KEY_FILE_ENV, key_path
+
+    found = [key_path()]
+    try:
+        server = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))
+        explicit = server["mcpServers"]["massgen"]["env"][KEY_FILE_ENV]
+        if isinstance(explicit, str) and explicit:
+            found.append(explicit)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return list(dict.fromkeys(str(Path(k).expanduser().resolve().parent) for k in found))
+
+
 def os_sandbox_problem() -> tuple[str, str] | None:
     """(why Claude Code's sandbox cannot run here, the fix), or None when it can."""
     if sys.platform == "darwin":
@@ -109,6 +141,11 @@ def protection(project: Path) -> Protection:
         return Protection("advisory", f"advisory: {'hook' if hook else 'nothing'} only, "
                           f"because {why}; the settings require the sandbox, so Claude Code "
                           "refuses to run Bash until it can start", fix)
+    for key_dir in _key_dirs(project):
+        if gaps := _denied(settings, key_dir):
+            return Protection("advisory", f"advisory: the sandbox is on but does not deny "
+                              f"{' or '.join(gaps)} of the guard's key directory {key_dir}, "
+                              "so a Bash call could forge an approval", setup)
     if not hook:
         return Protection("boundary", "boundary: OS sandbox only (no hook: risky calls are "
                           "not held to a checkpoint plan)", setup)
