@@ -50,7 +50,7 @@ def test_setup_twice_changes_nothing_and_keeps_user_content(tmp_path: Path) -> N
         "updated .mcp.json (mcpServers.massgen)",
         "updated .codex/config.toml ([mcp_servers.massgen])",
         "created .cursor/mcp.json (mcpServers.massgen)",
-        "updated .claude/settings.json (PreToolUse hook)",
+        "updated .claude/settings.json (PreToolUse hook and Bash sandbox)",
         "updated CLAUDE.md (checkpoint instructions)",
     ])
     after_first = snapshot(tmp_path)
@@ -65,7 +65,10 @@ def test_setup_twice_changes_nothing_and_keeps_user_content(tmp_path: Path) -> N
     assert cursor["mcpServers"]["massgen"]["command"] == "massgen-mcp"
 
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
-    assert settings["permissions"] == USER_SETTINGS["permissions"]
+    # The user's rules are kept; the sandbox's deny rules for the file tools are added.
+    assert settings["permissions"]["allow"] == USER_SETTINGS["permissions"]["allow"]
+    assert "Read(~/.ssh/**)" in settings["permissions"]["deny"]
+    assert settings["sandbox"]["enabled"] is True  # the OS sandbox comes with the hook
     assert settings["hooks"]["PostToolUse"] == USER_SETTINGS["hooks"]["PostToolUse"]
     pre = settings["hooks"]["PreToolUse"]
     assert pre[0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
@@ -86,7 +89,7 @@ def test_setup_in_an_empty_project_creates_files(tmp_path: Path) -> None:
     changes = run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md",
                         command=["massgen-mcp"])
     assert changes == ["created .mcp.json (mcpServers.massgen)",
-                       "created .claude/settings.json (PreToolUse hook)",
+                       "created .claude/settings.json (PreToolUse hook and Bash sandbox)",
                        "created AGENTS.md (checkpoint instructions)"]
     assert (tmp_path / "AGENTS.md").read_text().startswith(MD_BEGIN)
     assert run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md",
@@ -296,6 +299,30 @@ def test_sandbox_is_merged_into_the_users_settings_once(tmp_path: Path,
     assert run_setup(tmp_path, ["claude"], hooks=True, instructions=None,
                      command=["massgen-mcp"], sandbox=True, allow_domains=["pypi.org"]) == []
     assert snapshot(tmp_path) == before
+
+
+def test_the_hook_comes_with_the_sandbox_unless_told_otherwise(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]
+                                                                ) -> None:
+    """The hook alone is advisory: `setup --hooks` turns the OS sandbox on; `--no-sandbox`
+    is the explicit way to leave Bash unconfined; `--sandbox` is accepted and changes
+    nothing."""
+    from massgen_mcp.cli.main import main
+
+    base = ["setup", "--client", "claude", "--hooks", "--command", "massgen-mcp"]
+    default, bare, alias = (tmp_path / n for n in ("default", "bare", "alias"))
+    for d in (default, bare, alias):
+        d.mkdir()
+    assert main([*base, "--dir", str(default)]) == 0
+    assert "PreToolUse hook and Bash sandbox" in capsys.readouterr().out
+    assert main([*base, "--no-sandbox", "--dir", str(bare)]) == 0
+    assert main([*base, "--sandbox", "--dir", str(alias)]) == 0
+    read = [json.loads((d / ".claude" / "settings.json").read_text())
+            for d in (default, bare, alias)]
+    assert read[0]["sandbox"]["enabled"] is True and read[0]["sandbox"]["failIfUnavailable"]
+    assert "sandbox" not in read[1] and "permissions" not in read[1]
+    assert read[1]["hooks"] == read[0]["hooks"]
+    assert read[2] == read[0]
 
 
 def test_sandbox_is_claude_codes_and_a_bad_sandbox_section_is_an_error(tmp_path: Path) -> None:

@@ -20,10 +20,12 @@ program outside a virtual environment, else the executable's absolute path, so t
 starts it whatever its PATH.
 - CLAUDE.md / AGENTS.md (with instructions): a block between `<!-- massgen-mcp:begin -->`
   and `<!-- massgen-mcp:end -->`.
-- `.claude/settings.json` (with sandbox): Claude Code's own OS sandbox for Bash
-  (bubblewrap on Linux, Seatbelt on macOS) under `sandbox`, and `permissions.deny` rules for
-  Claude Code's file tools; see `sandbox_settings`. Keys setup does not own are kept; list
-  entries it owns are merged in, never duplicated.
+- `.claude/settings.json` (with the hook, unless `--no-sandbox`; or `--sandbox` alone):
+  Claude Code's own OS sandbox for Bash (bubblewrap on Linux, Seatbelt on macOS) under
+  `sandbox`, and `permissions.deny` rules for Claude Code's file tools; see
+  `sandbox_settings`. The sandbox is the boundary (what a Bash call can touch at all); the
+  hook is the policy inside it (what a plan approves). Keys setup does not own are kept;
+  list entries it owns are merged in, never duplicated.
 
 All files are read and checked before any is written, so a malformed JSON file stops the
 whole run with a clear error and nothing half-done.
@@ -298,13 +300,16 @@ def run_setup(
     instructions: str | None,
     command: list[str] | None = None,
     *,
-    sandbox: bool = False,
+    sandbox: bool | None = None,
     allow_domains: list[str] | None = None,
 ) -> list[str]:
     """Write the registrations, hook and instructions; return what changed ([] if nothing).
 
     `command` is what clients run to start the server (default: `launch_command()`).
-    `sandbox`: turn on Claude Code's OS sandbox for Bash (`sandbox_settings`)."""
+    `sandbox`: turn on Claude Code's OS sandbox for Bash (`sandbox_settings`); None (the
+    default) means "with the hook": the hook alone is advisory, the sandbox is the boundary."""
+    if sandbox is None:
+        sandbox = hooks
     if not command:
         from massgen_mcp.cli.launch import launch_command
 
@@ -349,7 +354,7 @@ def run_setup(
     if "codex" in clients:
         plan_text(CLIENT_FILES["codex"], lambda t, p: _codex_text(t, command, p),
                   "[mcp_servers.massgen]")
-    if sandbox and "claude" not in clients:
+    if sandbox and not hooks and "claude" not in clients:
         raise InputError("--sandbox is Claude Code's sandbox: use it with --client claude")
     if hooks or sandbox:
         edits = [e for e, on in ((_hook_entry(command), hooks),
