@@ -167,7 +167,7 @@ class App:
         client's own model (only this process has the client's session)."""
         chosen = _chosen.get()
         if chosen is None or chosen[0] is not team or any(
-                a.provider.wire == "sampling" for a in team.agents):
+                a.provider.uses_client_model for a in team.agents):
             return None
         return {"call": call, "team": chosen[1]}
 
@@ -194,9 +194,8 @@ class App:
     def _check_cli_agents(self, team: Team, where: str) -> None:
         """A coding-agent CLI is a process with the user's login and tools: a tool call may
         only start one from a team the operator chose, unless they said otherwise."""
-        from massgen_mcp.backends.cli import CLI_WIRES
 
-        cli = [a.id for a in team.agents if a.provider.wire in CLI_WIRES]
+        cli = [a.id for a in team.agents if a.provider.coding_cli]
         if cli and not self.allow_cli_agents:
             raise InputError(
                 f"{where}: {', '.join(cli)} would start a coding-agent CLI (on the user's own "

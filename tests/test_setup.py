@@ -134,7 +134,7 @@ def test_codex_table_outside_the_block_is_an_error(tmp_path: Path) -> None:
     (tmp_path / ".codex").mkdir()
     path = tmp_path / ".codex" / "config.toml"
     path.write_text('[mcp_servers.massgen]\ncommand = "mine"\n')
-    with pytest.raises(InputError, match="outside the massgen-mcp block"):
+    with pytest.raises(InputError, match="without the massgen-mcp marker"):
         run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None)
     assert path.read_text() == '[mcp_servers.massgen]\ncommand = "mine"\n'
 
@@ -216,9 +216,28 @@ def test_a_massgen_server_the_user_wrote_is_found_however_it_is_spelled(
     (tmp_path / ".codex").mkdir()
     path = tmp_path / ".codex" / "config.toml"
     path.write_text(theirs)
-    with pytest.raises(InputError, match=r"already defines the massgen server"):
+    with pytest.raises(InputError, match=r"already defines the massgen server|inline table"):
         run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None, command=["m"])
     assert path.read_text() == theirs
+
+
+def test_a_file_from_an_older_setup_is_converted_and_the_users_text_kept(
+        tmp_path: Path) -> None:
+    """Older versions wrote the table between marker comments; the block becomes our marked
+    table, every byte of the user's text around it stays."""
+    from massgen_mcp.cli.setup import TOML_BEGIN, TOML_END
+
+    (tmp_path / ".codex").mkdir()
+    path = tmp_path / ".codex" / "config.toml"
+    mine = '# mine\nmodel = "o3"  # kept\n'
+    path.write_text(f'{mine}\n{TOML_BEGIN}\n[mcp_servers.massgen]\ncommand = "old"\n'
+                    f'args = []\n{TOML_END}\n')
+    run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None, command=["m", "x"])
+    text = path.read_text()
+    assert text.startswith(mine) and TOML_BEGIN not in text and TOML_END not in text
+    assert tomllib.loads(text)["mcp_servers"]["massgen"]["args"] == ["x"]
+    assert run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None,
+                     command=["m", "x"]) == []
 
 
 def test_codex_dotted_keys_and_inline_tables_of_other_servers(tmp_path: Path) -> None:

@@ -205,7 +205,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         name = app.reviewer_team_name(models, team)  # models/team: operator's flag only
         chosen = await host.team_for(ctx, models=models, team=name)
         if not app.allow_checkpoint_team_override and any(
-                a.provider.wire == "sampling" for a in chosen.agents):
+                a.provider.uses_client_model for a in chosen.agents):
             raise ToolError(
                 "checkpoint: no reviewer team is configured (the bundled checkpoint team's "
                 "keys are not set), and sampling would make the calling agent's own model its "
