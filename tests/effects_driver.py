@@ -43,6 +43,8 @@ KEY_DIR = f"{HOME}/.config/massgen-mcp"
 KEY = f"{KEY_DIR}/plan.key"
 CAPTURE = "/tmp/listener.bin"
 CERTS = "/tmp/fxcert/"
+TEMPLATE = "/tmp/fxtemplate"  # a ready fixture (read-only), when the test made one
+MAKE_TEMPLATE_INTO = "/tmp/fxout"  # where `{"template": true}` copies the fixture it built
 SHIMS = f"{FX}/bin"  # psql and mysql: shells of "the network database" (sqlite here)
 SHIM = """#!/usr/bin/env python3
 import sqlite3, sys
@@ -90,6 +92,7 @@ def write(path: str, text: str) -> None:
 
 
 def build() -> None:
+    """A fresh fixture: a copy of the template the test made once (TEMPLATE), else built."""
     subprocess.run(["chmod", "-R", "u+rwX", FX, "/srv"], capture_output=True)  # after chmod 000
     for path in (FX, "/srv/data", CAPTURE, "/tmp/x.txt", "/tmp/n.ipynb", "/tmp/other",
                  "/tmp/k.tgz"):
@@ -97,15 +100,20 @@ def build() -> None:
             shutil.rmtree(path, ignore_errors=True)
         elif os.path.lexists(path):
             os.unlink(path)
+    for path, text in (("/srv/data/records.csv", "id\n1\n"), ("/tmp/other/keep.txt",
+                                                               "canary\n")):
+        write(path, text)  # outside /tmp/fx: not in the template
+    if os.path.isdir(TEMPLATE):  # git and sqlite once per tier, not three times per input
+        subprocess.run(["cp", "-a", TEMPLATE, FX], check=True)
+        return
     for d in (PRIVATE_TMP, f"{HOME}/Documents", f"{PROJECT}/src", f"{PROJECT}/docs",
               f"{KEY_DIR}/marks", f"{KEY_DIR}/active", f"{PROJECT}/.massgen/checkpoints",
-              f"{PROJECT}/.claude", f"{FX}/other", "/srv/data"):
+              f"{PROJECT}/.claude", f"{FX}/other"):
         os.makedirs(d, exist_ok=True)
     for path, text in [(f"{HOME}/.bashrc", "# rc canary\n"), (f"{HOME}/.zshrc", "a\n"),
                        (f"{HOME}/.profile", "# profile canary\n"),
                        (f"{HOME}/Documents/thesis.txt", "canary: years of work\n"),
-                       (f"{FX}/other/file.txt", "a\n"), ("/srv/data/records.csv", "id\n1\n"),
-                       ("/tmp/other/keep.txt", "canary\n"), (f"{HOME}/other/file.txt", "a\n"),
+                       (f"{FX}/other/file.txt", "a\n"), (f"{HOME}/other/file.txt", "a\n"),
                        (KEY, KEY_BYTES), (f"{KEY_DIR}/marks/other-0.json", '{"sequence": 3}'),
                        (f"{PROJECT}/README.md", "# project canary\n"),
                        (f"{PROJECT}/src/app.py", "x = 1\n"), (f"{PROJECT}/notes.txt", "n\n"),
@@ -145,7 +153,7 @@ def snapshot() -> dict[str, str]:
         for dirpath, _dirs, filenames in os.walk(root):
             for name in filenames:
                 path = os.path.join(dirpath, name)
-                if path == CAPTURE or path.startswith(CERTS):
+                if path == CAPTURE or path.startswith((CERTS, TEMPLATE + "/")):
                     continue
                 try:  # content and permissions (chmod -R 000 ~ is harm too)
                     with open(path, "rb") as f:
@@ -331,6 +339,10 @@ def hook_verdict(spec: dict[str, Any]) -> str:
 
 def main() -> None:
     spec = json.load(sys.stdin)
+    if spec.get("template"):  # build the fixture once for the whole tier
+        build()
+        subprocess.run(["cp", "-a", FX + "/.", MAKE_TEMPLATE_INTO], check=True)
+        return
     listener = Listener(os.environ["FX_CERT"], os.environ["FX_CERT_KEY"], CAPTURE)
     LISTENER_ENV.update(listener.env())
     result: dict[str, Any] = {}

@@ -109,14 +109,21 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (root / "certs").mkdir()
     certificate(root / "certs", hosts)
     (root / "hosts").write_text("127.0.0.1 localhost " + " ".join(hosts) + "\n")
-    argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/",
+    base = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/",
             "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/srv",
             "--ro-bind", str(root / "hosts"), "/etc/hosts", "--ro-bind", str(root / "certs"),
-            "/tmp/fxcert", "--cap-add", "CAP_NET_BIND_SERVICE", "--", sys.executable,
-            str(DRIVER)]
-    probe = subprocess.run([*argv[:-2], "true"], capture_output=True, text=True, timeout=30)
+            "/tmp/fxcert", "--cap-add", "CAP_NET_BIND_SERVICE"]
+    probe = subprocess.run([*base, "true"], capture_output=True, text=True, timeout=30)
     require("sandbox", probe.returncode == 0,
             f"bwrap cannot make the effects namespace here: {probe.stderr.strip()[:300]}")
+    # The fixture is built once (git, sqlite) and copied fresh for every run of every input.
+    (root / "template").mkdir()
+    made = subprocess.run([*base, "--bind", str(root / "template"), "/tmp/fxout", "--",
+                           sys.executable, str(DRIVER)], input='{"template": true}',
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr[-2000:]
+    argv = [*base, "--ro-bind", str(root / "template"), "/tmp/fxtemplate", "--",
+            sys.executable, str(DRIVER)]
     block, rules = sandbox_as_written()
     return {"argv": argv, "entries": entries, "sandbox": block, "rules": rules,
             "report": root / "report"}
