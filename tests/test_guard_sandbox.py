@@ -160,8 +160,9 @@ def test_the_os_sandbox_stops_a_write_the_hook_cannot_see(
 
 def test_sandboxed_bash_cannot_read_the_key_nor_write_the_guards_state(
         provider: ScriptedProvider, tmp_path: Path) -> None:
-    """A script copies the signing key into the project and plants a checkpoint index in
-    the project's own `.massgen/checkpoints`: the sandbox denies both."""
+    """A script copies the signing key into the project, plants a checkpoint index in the
+    project's own `.massgen/checkpoints` and moves `.claude` (the hook's registration) away:
+    the sandbox denies all three."""
     claude = require_node_bin("claude")
     bwrap = require_program("sandbox", "bwrap")
     require_program("sandbox", "socat")
@@ -176,11 +177,13 @@ def test_sandboxed_bash_cannot_read_the_key_nor_write_the_guards_state(
     stolen = project / "stolen.txt"
     planted = project / ".massgen" / "checkpoints" / "index.json"
     run_setup(project, ["claude"], hooks=True, instructions=None, command=[EXE], sandbox=True)
+    settings = project / ".claude"
     code = (
-        "import pathlib\n"
+        "import os, pathlib\n"
         f"for name, act in (('key', lambda: pathlib.Path({str(stolen)!r}).write_text("
         f"pathlib.Path({str(key)!r}).read_text())), ('state', lambda: pathlib.Path("
-        f"{str(planted)!r}).write_text('{{}}'))):\n"
+        f"{str(planted)!r}).write_text('{{}}')), ('settings', lambda: os.rename("
+        f"{str(settings)!r}, {str(settings)!r} + '.off'))):\n"
         "    try:\n        act(); print(name, 'DONE')\n"
         "    except OSError as e:\n        print(name, 'DENIED', e)\n")
     provider.script("sbx", escaping_agent(project, code=code))
@@ -192,6 +195,9 @@ def test_sandboxed_bash_cannot_read_the_key_nor_write_the_guards_state(
     assert "the-signing-key" not in seen
     assert "key DENIED" in seen and "state DENIED" in seen, seen
     assert not planted.exists()
+    # A read-only file in a writable directory leaves with its directory: the whole
+    # .claude directory is denied, so the hook's registration cannot be moved away.
+    assert "settings DENIED" in seen and (settings / "settings.json").is_file(), seen
 
 
 # ------------------------------------------------------------------ no forgery in the sandbox

@@ -181,7 +181,7 @@ def sandbox_settings(project: Path, allow_domains: list[str] | None = None
     - Bash runs in Claude Code's sandbox, or not at all: `failIfUnavailable`, and the
       model's `dangerouslyDisableSandbox` is ignored (`allowUnsandboxedCommands: false`).
     - Writes: the project and Claude Code's private temp dir (its default), minus the
-      guard's own files in the project (checkpoint state, Claude Code settings).
+      guard's own directories in the project (checkpoint state, Claude Code's `.claude`).
     - Reads: everything except the guard's key directory and the user's credential stores.
     - Network: `allow_domains` when given; else Claude Code asks for each new domain.
     - Claude Code's own Read/Edit tools (which the OS sandbox does not cover) get the same
@@ -191,8 +191,9 @@ def sandbox_settings(project: Path, allow_domains: list[str] | None = None
 
     keys = _home_form(Path(key_path()).expanduser().resolve().parent)
     deny_read = [keys, *SECRET_DIRS]
-    deny_write = [keys, "./.massgen/checkpoints", "./.claude/settings.json",
-                  "./.claude/settings.local.json"]
+    # Whole directories: a read-only file inside a writable directory can still be moved
+    # away with its directory (`mv .claude x`); a read-only mount point cannot (EBUSY).
+    deny_write = [keys, "./.massgen/checkpoints", "./.claude"]
     block: dict[str, Any] = {
         "enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False,
         "filesystem": {"denyRead": deny_read, "denyWrite": deny_write},

@@ -218,9 +218,20 @@ def _git_pack_commands(args: list[str]) -> list[str]:
     return _option_values(args[args.index(sub):] if sub else args, names)
 
 
+_LOOPBACK = re.compile(r"^([\w.-]+@)?(localhost|127\.\d+\.\d+\.\d+|::1|0\.0\.0\.0)$")
+_SSH_VALUES = frozenset({"-o", "-i", "-p", "-l", "-F", "-J", "-L", "-R", "-D", "-b", "-c",
+                         "-e", "-m", "-O", "-Q", "-S", "-W", "-w", "-E", "-B", "-I"})
+
+
 def _ssh_commands(args: list[str]) -> list[str]:
-    """Local commands ssh runs from its options (`-o ProxyCommand=...`, `LocalCommand`)."""
+    """Local commands ssh runs: from its options (`-o ProxyCommand=...`, `LocalCommand`),
+    and the remote command when the host is this machine (`ssh localhost 'rm -rf ~'`)."""
     out: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in _SSH_VALUES else 1
+    if i + 1 < len(args) and _LOOPBACK.match(args[i]):
+        out.append(" ".join(args[i + 1:]))
     for value in _option_values(args, ("-o",)):
         key, _, rest = value.replace("=", " ", 1).partition(" ")
         if key.lower() in _SSH_RUNS and rest.strip() and rest.strip().lower() != "none":

@@ -18,7 +18,7 @@ import re
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import Scope, secret_kind
+from massgen_mcp.hook.scope import _TEMPLATE_ENV, Scope, is_under, secret_kind
 
 _COPIERS = wordset("cp mv install ln rsync scp rclone ditto")
 ARCHIVERS = wordset("tar zip 7z 7za gzip bzip2 xz zstd cpio gpg openssl age rar pax")
@@ -102,7 +102,11 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
             out.extend(scope.delete_finding(p) for p in pos[:-1])
             out.append(scope.write_finding(pos[-1], verb="mv writes"))
     elif program in ("cp", "install", "ln") and len(pos) >= 2:
-        out.append(scope.write_finding(pos[-1], verb=f"{program} writes"))
+        written = scope.write_finding(pos[-1], verb=f"{program} writes")
+        if not (written and written.rule == "secret-file" and program == "cp"
+                and all(_TEMPLATE_ENV.match(p.rsplit("/", 1)[-1]) for p in pos[:-1])
+                and (dest := scope.resolve(pos[-1])) and is_under(dest, scope.workspace)):
+            out.append(written)  # `cp .env.example .env`: the setup step, no secret in it
         if program == "ln" and cmd.has_short_flag("s"):
             # a link to home or above: deleting through it later deletes that
             out.extend(f for p in pos[:-1] if (f := scope.delete_finding(p))

@@ -44,7 +44,7 @@ KNOWN = wordset(
     # test runners, linters and build tools whose -e / -c / -x are filters or config files
     "rspec phpunit ctest cucumber behave robot pest jasmine ava karma bats shellspec hurl "
     "newman k6 gotestsum ginkgo cargo-nextest maturin twine flit sphinx-build mkdocs hugo "
-    "jekyll cypress ant lein clojure msbuild skaffold tilt minikube kind k3d buildah "
+    "jekyll cypress ant lein msbuild skaffold tilt minikube kind k3d buildah "
     "skopeo crane act lefthook commitlint lerna nx turbo rollup esbuild parcel swc babel "
     "terser postcss sass tailwindcss stylelint markdownlint cspell codespell typos vale "
     "hadolint actionlint yamllint taplo bandit pip-audit semgrep trivy grype syft cosign "
