@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from massgen_mcp.messages import ToolCall, ToolSpec
-from massgen_mcp.tools.sandbox import INSTALL_HINT, SandboxPolicy, find_bwrap, run_sandboxed
+from massgen_mcp.tools.sandbox import SandboxPolicy, missing, run_sandboxed
 
 TOOL = "execute_command"
 MAX_COMMAND_CHARS = 10_000
@@ -53,8 +53,9 @@ class ShellToolbox:
             else 60.0)
         self.allowed = _patterns(extra.get("command_line_allowed_commands"))
         self.blocked = _patterns(extra.get("command_line_blocked_commands"))
-        self.available = find_bwrap() is not None
-        self.notes: list[str] = [] if self.available else [f"{TOOL} refused: {INSTALL_HINT}"]
+        self.why_not = missing()
+        self.available = self.why_not is None
+        self.notes: list[str] = [] if self.available else [f"{TOOL} refused: {self.why_not}"]
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -80,7 +81,7 @@ class ShellToolbox:
         if len(command) > MAX_COMMAND_CHARS:
             return f"command is longer than {MAX_COMMAND_CHARS} characters", True
         if not self.available:
-            return f"{TOOL} is not available: {INSTALL_HINT}", True
+            return f"{TOOL} is not available: {self.why_not}", True
         text = command.strip()
         if self.allowed and not any(p.match(text) for p in self.allowed):
             return "this command is not in the allowed commands of the team file", True
