@@ -8,12 +8,44 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 
 STATE_DIR_ENV = "MASSGEN_MCP_HOME"
 #: The `--store` URL when the option is not given. From the real environment only (a
 #: project's `.env` never sets it): a URL with a password then stays out of `ps` output.
 STORE_ENV = "MASSGEN_MCP_STORE"
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot name a file or directory (an agent id, a workspace), or None.
+
+    Letters, digits, `_`, `.` and `-` only, and never `.` or `..`: such a name is joined to a
+    run directory, and anything else (`../../victim`, `a/b`, a NUL) would leave it."""
+    if not isinstance(name, str) or not _SAFE_NAME.fullmatch(name):
+        return "may use only letters, digits, '_', '.' and '-' (1 to 128 of them)"
+    if name in (".", ".."):
+        return "may not be '.' or '..'"
+    return None
+
+
+def check_name(name: str, what: str) -> str:
+    """`name`, or ValueError saying which `what` is not a safe name and why."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise ValueError(f"{what} {name!r} {problem}: it names a directory of the run")
+    return name
+
+
+def inside(base: Path, path: Path, what: str) -> Path:
+    """`path` resolved, or ValueError when it is not under `base` (resolved too)."""
+    real = path.resolve()
+    if not real.is_relative_to(base.resolve()):
+        raise ValueError(f"{what} {path} is outside {base}")
+    return real
 
 
 def state_dir(explicit: str | Path | None = None, cwd: Path | None = None) -> Path:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from massgen_mcp.config.protected import VCS_NAMES, is_protected, is_vcs_path, normalize_all
 from massgen_mcp.coordination.result import FileChange, RunResult, WorkspaceResult
 from massgen_mcp.errors import ConfigError
+from massgen_mcp.paths import inside
 
 if TYPE_CHECKING:
     from massgen_mcp.config.team import Team
@@ -115,8 +116,17 @@ def _files(root: Path) -> dict[str, Path]:
 
 
 def _copy_tree(src: Path, dst: Path, limit: int = MAX_SEED_BYTES) -> None:
+    """Copy `src`'s files to `dst`, never a secret file (`inputs.secret_file`: it would go to
+    every provider of the team) nor more than `limit` bytes (by allocated size too: a sparse
+    file is as big as it claims)."""
+    from massgen_mcp.inputs import secret_file
+
     total = 0
     for rel, f in _files(src).items():
+        kind = secret_file(f, _head(f))
+        if kind is not None:
+            log.warning("not copied into the workspace: %s is %s", rel, kind)
+            continue
         total += f.stat().st_size
         if total > limit:
             raise ConfigError(f"context path {src} holds more than {limit // 2**20} MB of files "
@@ -126,6 +136,15 @@ def _copy_tree(src: Path, dst: Path, limit: int = MAX_SEED_BYTES) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(f, target)
     dst.mkdir(parents=True, exist_ok=True)
+
+
+def _head(path: Path, size: int = 64 * 1024) -> bytes | None:
+    """The start of a file, where a pasted private key would show (None: unreadable)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(size)
+    except OSError:
+        return None
 
 
 def _read_only(root: Path) -> None:
@@ -164,6 +183,10 @@ class Workspaces:
             path = self.run_dir / "workspaces" / leaf
             if path in self.dirs.values():
                 path = path.with_name(f"{leaf}-{agent_id}")
+            try:  # ids are checked when a team is built; this holds whatever the caller
+                inside(self.run_dir / "workspaces", path, f"the workspace of {agent_id!r}")
+            except ValueError as e:
+                raise ConfigError(str(e)) from e
             _copy_tree(self.seed, path)
             self.dirs[agent_id] = path
         return self.dirs[agent_id]
