@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 STATE_DIR_ENV = "MASSGEN_MCP_HOME"
 #: The `--store` URL when the option is not given. From the real environment only (a
@@ -95,6 +96,27 @@ def config_home() -> Path:
 def user_teams_dir() -> Path:
     """Team files the user keeps for every project; tool calls may name them."""
     return config_home() / "teams"
+
+
+def private_dir(path: Path, *, up_to: Path | None = None) -> Path:
+    """Create `path` (and its parents) readable by this user only (0700), and make it and
+    every directory from `up_to` down to it 0700 if they were not: run records hold tasks,
+    answers and files of a project, whoever else can log in to the machine."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    chain = [path, *(p for p in path.parents if up_to is not None and p.is_relative_to(up_to))]
+    for d in chain:
+        with contextlib.suppress(OSError):
+            if d.stat().st_mode & 0o077:
+                d.chmod(0o700)
+    return path
+
+
+def open_private(path: Path, mode: str = "a") -> Any:
+    """`path` opened for appending text, created 0600 (an existing file is made 0600)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o600)
+    return os.fdopen(fd, mode, encoding="utf-8")
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:

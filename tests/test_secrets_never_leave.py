@@ -7,13 +7,24 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from agents import best_label, has_answered, presenting
+from agents import answer_then_vote, best_label, has_answered, presenting
 from mcp import Client
-from scripted_provider import Call, Reply, ScriptedProvider, ScriptRequest, ToolCalls, answer, vote
+from mcp_harness import EXE, server_env, write_team
+from scripted_provider import (
+    Call,
+    Reply,
+    ScriptedProvider,
+    ScriptRequest,
+    Text,
+    ToolCalls,
+    answer,
+    vote,
+)
 from tiers import require_program
 
 from massgen_mcp.app import App
@@ -145,3 +156,60 @@ async def test_the_file_tools_refuse_a_hard_link_to_a_secret(
     roots, _ = roots_from(team.orchestrator.context_paths)
     assert roots[0].protects((tmp_path / "innocent.txt").resolve())
     assert not roots[0].protects((tmp_path / "plain.txt").resolve())
+
+
+# ---------------------------------------------------------------- eval outputs
+
+
+def _leaky_solver(req: ScriptRequest) -> Reply:
+    """Right on every arith problem, and repeats the server's token in every reply."""
+    from massgen_mcp.eval.arith import problems
+
+    p = next(p for p in problems(0, 8) if p.prompt in req.text)
+    text = f"My token is {TOKEN}.\nAnswer: {p.answer}"
+    if "new_answer" not in req.tool_names and "vote" not in req.tool_names:
+        return Text(text)
+    if presenting(req) or not has_answered(req):
+        return answer(text)
+    return vote(req.tool_enum("vote", "agent_id")[0], f"ok {TOKEN}")
+
+
+def test_eval_outputs_are_redacted_and_private(provider: ScriptedProvider,
+                                              tmp_path: Path) -> None:
+    provider.script("leaky", _leaky_solver)
+    team = write_team(tmp_path / "team.yaml", provider,
+                      [("a", "openai", "leaky"), ("b", "openai", "leaky")])
+    record, report, state = tmp_path / "rec", tmp_path / "eval.html", tmp_path / "state"
+    done = subprocess.run(
+        [EXE, "eval", "arith", "--team", str(team), "--limit", "2", "--json", "--quiet",
+         "--record", str(record), "--report", str(report), "--state-dir", str(state)],
+        cwd=tmp_path, env=server_env({"MASSGEN_MCP_TOKEN": TOKEN}), capture_output=True,
+        text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert provider.requests  # the members were asked, and said the token every time
+    outputs = [report, *record.rglob("*.jsonl"), *state.rglob("items.jsonl")]
+    assert len(outputs) >= 4 and all(p.is_file() for p in outputs)
+    assert TOKEN not in done.stdout and TOKEN not in done.stderr
+    for path in outputs:
+        assert TOKEN not in path.read_text(), path
+        assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))
+
+
+# ---------------------------------------------------------------- record file modes
+
+
+async def test_the_state_directory_is_private_and_every_record_is_0600(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    provider.script("m1", answer_then_vote("Kafka"))
+    team = team_from_data({"agents": [{"id": "a", "backend": provider.backend(
+        "openai", "m1", max_retries=0)}]}, "t.yaml", Environment({}))
+    state = tmp_path / ".massgen"
+    result = await Engine(state, Environment({})).run(team, "Which queue?")
+    assert result.status == "completed"
+    run_dir = state / "runs" / result.run_id
+    for d in (state, state / "runs", run_dir):
+        assert d.stat().st_mode & 0o777 == 0o700, (d, oct(d.stat().st_mode))
+    records = [p for p in run_dir.iterdir() if p.is_file()]
+    assert any(p.name == "events.jsonl" for p in records)
+    for p in records:
+        assert p.stat().st_mode & 0o077 == 0, (p, oct(p.stat().st_mode))
