@@ -170,3 +170,17 @@ async def test_file_memory_and_tmp_sizes_are_bounded(bwrap: str, tmp_path: Path)
     assert "No space left" in result.output
     assert int(result.output.split()[-2]) <= 8 * 1024
     assert limits.tmp_bytes <= 1024 ** 3
+
+
+@pytest.mark.parametrize("line", ["ls; rm -f keep.txt", "echo hi && /bin/rm -f keep.txt",
+                                  "echo $(rm -f keep.txt)", "sh -c 'rm -f keep.txt'",
+                                  "ls | xargs rm -f"])
+async def test_allowed_and_blocked_lists_hold_for_every_command_of_a_line(
+        bwrap: str, tmp_path: Path, line: str) -> None:
+    (tmp_path / "keep.txt").write_text("keep\n")
+    allow = ShellToolbox(tmp_path, {"command_line_allowed_commands": ["ls", "echo"]})
+    block = ShellToolbox(tmp_path, {"command_line_blocked_commands": [r"rm\b", r"xargs\b"]})
+    for box in (allow, block):
+        text, is_error = await box.call(ToolCall("1", "execute_command", {"command": line}))
+        assert is_error and "team file" in text, text
+        assert (tmp_path / "keep.txt").exists()
