@@ -14,10 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agents import best_label, has_answered, presenting
+from scripted_provider import Call, Reply, ScriptedProvider, ScriptRequest, ToolCalls, answer, vote
 from tiers import require_program
 
+from massgen_mcp.config.env import Environment
+from massgen_mcp.config.load import team_from_data
 from massgen_mcp.eval.sandbox import run_python
 from massgen_mcp.messages import ToolCall
+from massgen_mcp.runs.engine import Engine
 from massgen_mcp.tools.sandbox import Limits, SandboxPolicy, run_sandboxed
 from massgen_mcp.tools.shell import ShellToolbox
 
@@ -184,3 +189,34 @@ async def test_allowed_and_blocked_lists_hold_for_every_command_of_a_line(
         text, is_error = await box.call(ToolCall("1", "execute_command", {"command": line}))
         assert is_error and "team file" in text, text
         assert (tmp_path / "keep.txt").exists()
+
+
+def _sparse_writer(req: ScriptRequest) -> Reply:
+    """Edits app.py and leaves a 900 MB sparse file in its workspace, then answers."""
+    if presenting(req):
+        return answer("FINAL: VALUE is 2")
+    if has_answered(req):
+        return vote(best_label(req))
+    if not [r for r in req.tool_results if r["name"] == "execute_command"]:
+        return ToolCalls([Call("execute_command", {
+            "command": "sed -i s/1/2/ app.py && truncate -s 900M big.bin && ls -l"})])
+    return answer("VALUE is 2 now")
+
+
+async def test_a_sparse_file_in_the_winners_workspace_is_not_read_or_written_back(
+        bwrap: str, provider: ScriptedProvider, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "app.py").write_text("VALUE = 1\n")
+    provider.script("coder", _sparse_writer)
+    backend = provider.backend("anthropic", "coder", max_retries=0,
+                               enable_mcp_command_line=True)
+    team = team_from_data({"agents": [{"id": "coder", "backend": backend}], "orchestrator": {
+        "context_paths": [{"path": str(proj), "permission": "write"}]}}, "t.yaml",
+        Environment({}))
+    result = await Engine(tmp_path / ".massgen", Environment({})).run(team, "Set VALUE to 2")
+    assert result.status == "completed", (result.error, [a.error for a in result.agents])
+    assert (proj / "app.py").read_text() == "VALUE = 2\n"  # the real change still lands
+    assert not (proj / "big.bin").exists()
+    assert result.workspace is not None
+    assert any("big.bin" in s and "not written back" in s for s in result.workspace.skipped)
