@@ -209,3 +209,43 @@ def configured_secrets(team: Team | None = None, env: Mapping[str, str] | None =
 def redact_text(text: str, secrets: Iterable[str]) -> str:
     """One-off redaction of `text` (for callers that hold only a key or two)."""
     return Redactor(secrets).text(text)
+
+
+# ---------------------------------------------------------------------------- logging
+
+_LOG_REDACTOR: Redactor | None = None
+
+
+def install_log_redaction(secrets: Iterable[str]) -> None:
+    """Redact every log record of this process from now on, whichever logger or handler:
+    `--log-level DEBUG` makes the SDKs log request bodies (the task, answers, headers).
+
+    A record factory, not a handler filter, so handlers added later are covered too. Each
+    call adds `secrets` to those already redacted. Only records a logger emits pay for it."""
+    global _LOG_REDACTOR
+    import logging
+
+    if _LOG_REDACTOR is None:
+        _LOG_REDACTOR = Redactor([*secrets, *server_secrets()])
+        make = logging.getLogRecordFactory()
+
+        def redacted(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = make(*args, **kwargs)
+            redactor = _LOG_REDACTOR
+            if redactor is None:
+                return record
+            try:
+                text = record.getMessage()
+            except Exception:  # a malformed record: logging reports it itself later
+                return record
+            record.msg, record.args = redactor.text(text), None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = redactor.text(logging.Formatter().formatException(
+                    record.exc_info))
+            return record
+
+        logging.setLogRecordFactory(redacted)
+        return
+    new = set(secrets) | set(server_secrets())
+    if not new <= _LOG_REDACTOR.secrets:
+        _LOG_REDACTOR = _LOG_REDACTOR.extended(new)

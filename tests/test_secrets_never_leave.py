@@ -6,6 +6,7 @@ scripted provider records what it was sent, and the run's records are read back.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 from pathlib import Path
@@ -213,3 +214,22 @@ async def test_the_state_directory_is_private_and_every_record_is_0600(
     assert any(p.name == "events.jsonl" for p in records)
     for p in records:
         assert p.stat().st_mode & 0o077 == 0, (p, oct(p.stat().st_mode))
+
+
+# ---------------------------------------------------------------- debug logs
+
+
+def test_debug_logs_are_redacted_whichever_logger_writes_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("MASSGEN_MCP_TOKEN", TOKEN)
+    App(tmp_path / ".massgen", env=Environment({"OPENAI_API_KEY": DOTENV_KEY}), cwd=tmp_path)
+    body = {"messages": [{"role": "user", "content": f"key {DOTENV_KEY} token {TOKEN}"}]}
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("openai._base_client").debug("Request options: %s", body)
+        try:
+            raise RuntimeError(f"upstream said {DOTENV_KEY}")
+        except RuntimeError:
+            logging.getLogger("httpx").exception("request failed")
+    text = caplog.text + "".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
+    assert "Request options" in text and "request failed" in text
+    assert DOTENV_KEY not in text and TOKEN not in text
