@@ -233,3 +233,31 @@ def test_debug_logs_are_redacted_whichever_logger_writes_them(
     text = caplog.text + "".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
     assert "Request options" in text and "request failed" in text
     assert DOTENV_KEY not in text and TOKEN not in text
+
+
+# ---------------------------------------------------------------- a key only a .env sets
+
+
+async def test_a_key_only_the_projects_env_sets_is_named_as_such(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    provider.script("m1", answer_then_vote("Kafka"))
+    (tmp_path / ".env").write_text(f"OPENAI_API_KEY={DOTENV_KEY}\n")
+    team = tmp_path / "team.yaml"
+    team.write_text(yaml.safe_dump({"agents": [{"id": "a", "backend": {
+        "type": "openai", "model": "m1", "base_url": provider.openai_base_url,
+        "max_retries": 0}}]}))
+    app = App(tmp_path / ".massgen", env=Environment({}, dotenv_dir=tmp_path), cwd=tmp_path,
+              default_team=str(team))
+    server, _ = build_server(app)
+    async with Client(server) as client:
+        r = await client.call_tool("run_consensus", {"task": "Which queue?"})
+    text = r.model_dump_json()
+    assert not r.is_error and f"OPENAI_API_KEY from {tmp_path / '.env'}" in text, text[-3000:]
+    assert DOTENV_KEY not in text
+    doctor = subprocess.run(
+        [EXE, "doctor", "--dir", str(tmp_path)], cwd=tmp_path, capture_output=True,
+        text=True, timeout=300, env=server_env({"XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+                                                "HOME": str(tmp_path)}))
+    out = doctor.stdout + doctor.stderr
+    assert f"OPENAI_API_KEY from {tmp_path / '.env'}" in out, out
+    assert DOTENV_KEY not in out
