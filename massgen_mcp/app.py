@@ -71,6 +71,9 @@ class App:
         #: May a tool call's `models` (or a restricted team file) start a coding-agent CLI?
         self.allow_cli_agents = allow_cli_agents
         self.env = env or Environment(dotenv_dir=self.cwd)
+        from massgen_mcp.redaction import configured_secrets, install_log_redaction
+
+        install_log_redaction(configured_secrets(env=self.env))  # --log-level DEBUG logs bodies
         self._state = state or state_dir(cwd=self.cwd)
         self._store = store
         self._engine: Engine | None = None

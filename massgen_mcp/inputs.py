@@ -11,6 +11,7 @@ of the team, on every turn.
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -98,6 +99,28 @@ def _secret_content(path: Path, data: bytes) -> str | None:
     return None
 
 
+def secret_file(path: Path, data: bytes | None = None) -> str | None:
+    """What kind of secret the file at `path` is, or None: THE rule for every file the
+    server sends on (`files`, workspace seeding from `context_paths`, the agents' file
+    tools). By name (the hook's list, `hook/scope.py`: `.env*`, `*.env`, keys, tokens,
+    coding CLIs' logins, histories), as a hard link (another name for any file, `.env`
+    included, that the name check cannot see), and by content when `data` is given."""
+    from massgen_mcp.hook.scope import secret_kind
+
+    kind = secret_kind(str(path))
+    if kind is None and not path.is_symlink():
+        kind = secret_kind(str(path.resolve()))
+    if kind is not None:
+        return kind
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        return "a hard link (another name for a file that may be a secret)"
+    return _secret_content(path, data) if data is not None else None
+
+
 def check_context_path(raw: object, base: Path, *, allow_secrets: bool = False,
                        what: str = "files", relative_to: Path | None = None) -> Path:
     """The resolved regular file `raw` names, or InputError: the rules of every tool argument
@@ -114,7 +137,8 @@ def check_context_path(raw: object, base: Path, *, allow_secrets: bool = False,
     if not target.is_relative_to(base):
         raise InputError(f"{what}: '{raw}' is outside the working directory {base}; give a "
                          "path inside it")
-    kind = None if allow_secrets else (secret_kind(str(target)) or secret_kind(raw))
+    kind = None if allow_secrets else (secret_kind(str(target)) or secret_kind(raw)
+                                       or (secret_file(target) if target.is_file() else None))
     if kind:
         raise InputError(f"{what}: '{raw}' is {kind}, which is never sent to the models; "
                          "pass the non-secret parts in 'context', or start the server with "

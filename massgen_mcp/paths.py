@@ -8,12 +8,45 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 STATE_DIR_ENV = "MASSGEN_MCP_HOME"
 #: The `--store` URL when the option is not given. From the real environment only (a
 #: project's `.env` never sets it): a URL with a password then stays out of `ps` output.
 STORE_ENV = "MASSGEN_MCP_STORE"
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot name a file or directory (an agent id, a workspace), or None.
+
+    Letters, digits, `_`, `.` and `-` only, and never `.` or `..`: such a name is joined to a
+    run directory, and anything else (`../../victim`, `a/b`, a NUL) would leave it."""
+    if not isinstance(name, str) or not _SAFE_NAME.fullmatch(name):
+        return "may use only letters, digits, '_', '.' and '-' (1 to 128 of them)"
+    if name in (".", ".."):
+        return "may not be '.' or '..'"
+    return None
+
+
+def check_name(name: str, what: str) -> str:
+    """`name`, or ValueError saying which `what` is not a safe name and why."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise ValueError(f"{what} {name!r} {problem}: it names a directory of the run")
+    return name
+
+
+def inside(base: Path, path: Path, what: str) -> Path:
+    """`path` resolved, or ValueError when it is not under `base` (resolved too)."""
+    real = path.resolve()
+    if not real.is_relative_to(base.resolve()):
+        raise ValueError(f"{what} {path} is outside {base}")
+    return real
 
 
 def state_dir(explicit: str | Path | None = None, cwd: Path | None = None) -> Path:
@@ -63,6 +96,27 @@ def config_home() -> Path:
 def user_teams_dir() -> Path:
     """Team files the user keeps for every project; tool calls may name them."""
     return config_home() / "teams"
+
+
+def private_dir(path: Path, *, up_to: Path | None = None) -> Path:
+    """Create `path` (and its parents) readable by this user only (0700), and make it and
+    every directory from `up_to` down to it 0700 if they were not: run records hold tasks,
+    answers and files of a project, whoever else can log in to the machine."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    chain = [path, *(p for p in path.parents if up_to is not None and p.is_relative_to(up_to))]
+    for d in chain:
+        with contextlib.suppress(OSError):
+            if d.stat().st_mode & 0o077:
+                d.chmod(0o700)
+    return path
+
+
+def open_private(path: Path, mode: str = "a") -> Any:
+    """`path` opened for appending text, created 0600 (an existing file is made 0600)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o600)
+    return os.fdopen(fd, mode, encoding="utf-8")
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:

@@ -146,14 +146,48 @@ def secret_args(args: Iterable[str]) -> list[str]:
     return [f for f in found if len(f) >= _MIN_SECRET]
 
 
+#: The server's own secrets (not a provider's): its HTTP token, cloud credentials, tokens the
+#: operator's shell holds. Read from the process environment as well as the run's.
+SERVER_SECRET_VARS = ("MASSGEN_MCP_TOKEN", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                      "GITHUB_TOKEN", "GH_TOKEN", "HF_TOKEN", "REDIS_PASSWORD")
+#: Variables holding a URL whose password is a secret (the Redis store's).
+_URL_VARS = ("MASSGEN_MCP_STORE", "REDIS_URL")
+# Secrets the process learned another way (`--token`, `--store redis://:pw@...`).
+_PROCESS_SECRETS: set[str] = set()
+
+
+def add_process_secret(value: str | None) -> None:
+    """Redact `value` everywhere from now on (a token or password given as an option)."""
+    if value and len(value) >= _MIN_SECRET:
+        _PROCESS_SECRETS.add(value)
+
+
+def server_secrets(env: Mapping[str, str] | None = None) -> list[str]:
+    """The server's own secrets: `SERVER_SECRET_VARS`, store URL passwords, and those given
+    as options (`add_process_secret`), from `env` and the process environment."""
+    import os
+
+    found = list(_PROCESS_SECRETS)
+    for source in (env, os.environ):
+        if source is None:
+            continue
+        found += [v for name in SERVER_SECRET_VARS if (v := source.get(name))]
+        for name in _URL_VARS:
+            url = source.get(name)
+            if url:
+                found += _URL_PASSWORD.findall(url)
+    return [f for f in found if isinstance(f, str) and len(f) >= _MIN_SECRET]
+
+
 def configured_secrets(team: Team | None = None, env: Mapping[str, str] | None = None
                        ) -> list[str]:
     """Every key this process was configured with: the team's API keys, the provider key
-    variables of the environment, and the secrets of the team's tool servers (secret-named
-    `env` and `headers`, and what `secret_args` finds in their `args` and `url`)."""
+    variables of the environment, the secrets of the team's tool servers (secret-named
+    `env` and `headers`, and what `secret_args` finds in their `args` and `url`), and the
+    server's own (`server_secrets`: its HTTP token, AWS keys, the store's password)."""
     from massgen_mcp.config.providers import PROVIDERS
 
-    found: list[str] = []
+    found: list[str] = server_secrets(env)
     if env is not None:
         for provider in PROVIDERS.values():
             for name in provider.key_env:
@@ -175,3 +209,43 @@ def configured_secrets(team: Team | None = None, env: Mapping[str, str] | None =
 def redact_text(text: str, secrets: Iterable[str]) -> str:
     """One-off redaction of `text` (for callers that hold only a key or two)."""
     return Redactor(secrets).text(text)
+
+
+# ---------------------------------------------------------------------------- logging
+
+_LOG_REDACTOR: Redactor | None = None
+
+
+def install_log_redaction(secrets: Iterable[str]) -> None:
+    """Redact every log record of this process from now on, whichever logger or handler:
+    `--log-level DEBUG` makes the SDKs log request bodies (the task, answers, headers).
+
+    A record factory, not a handler filter, so handlers added later are covered too. Each
+    call adds `secrets` to those already redacted. Only records a logger emits pay for it."""
+    global _LOG_REDACTOR
+    import logging
+
+    if _LOG_REDACTOR is None:
+        _LOG_REDACTOR = Redactor([*secrets, *server_secrets()])
+        make = logging.getLogRecordFactory()
+
+        def redacted(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = make(*args, **kwargs)
+            redactor = _LOG_REDACTOR
+            if redactor is None:
+                return record
+            try:
+                text = record.getMessage()
+            except Exception:  # a malformed record: logging reports it itself later
+                return record
+            record.msg, record.args = redactor.text(text), None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = redactor.text(logging.Formatter().formatException(
+                    record.exc_info))
+            return record
+
+        logging.setLogRecordFactory(redacted)
+        return
+    new = set(secrets) | set(server_secrets())
+    if not new <= _LOG_REDACTOR.secrets:
+        _LOG_REDACTOR = _LOG_REDACTOR.extended(new)

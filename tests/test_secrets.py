@@ -93,8 +93,9 @@ async def test_no_sink_holds_a_key(provider: ScriptedProvider, tmp_path: Path,
         received.append((await c.read_resource(f"massgen://runs/{run_id}")).model_dump_json())
         received.append((await c.read_resource(f"massgen://runs/{run_id}/events"))
                         .model_dump_json())
-    # The provider did get the keys the agent wrote (they were in the replies) ...
-    assert any(TEAM_KEY[3:15] in req.text for req in provider.requests)
+    # The agent wrote the keys in its replies; what went back to the provider was redacted
+    # (issue 30: every message is redacted before a provider call) ...
+    assert not any(TEAM_KEY[3:15] in req.text for req in provider.requests)
     files = [p for p in (tmp_path / ".massgen").rglob("*") if p.is_file()]
     logs = [p for p in files if p.name.endswith(".stderr.log")]
     assert logs and "LEAK=***" in logs[0].read_text()

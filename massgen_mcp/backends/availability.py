@@ -25,6 +25,8 @@ class ProviderStatus(BaseModel):
     key_variables: list[str] = Field(default_factory=list)
     key_present: bool = False
     key_hint: str | None = Field(default=None, description="Last 4 characters (doctor only).")
+    key_source: str | None = Field(default=None, description=(
+        "The variable the key comes from, and the project's .env file when only it sets it."))
     local: bool = False
     endpoint: str | None = None
     models: list[str] = Field(default_factory=list, description="Models a local server lists.")
@@ -81,8 +83,15 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
             provider=p.name, wire_format=p.wire, usable=bool(key) and not fix,
             key_variables=list(p.key_env), key_present=bool(key),
             key_hint=("…" + key[-4:]) if key and show_hint and len(key) > 8 else None,
-            endpoint=p.base_url, fix=fix))
+            key_source=_source(env, p.key_env) if key else None, endpoint=p.base_url, fix=fix))
     return out
+
+
+def _source(env: Environment, names: tuple[str, ...]) -> str | None:
+    name = next((n for n in names if n in env), None)
+    if name is None:
+        return None
+    return env.source_of(name) if hasattr(env, "source_of") else name
 
 
 async def backends_report(env: Environment, default_team: str | None = None, *,

@@ -132,6 +132,8 @@ def _print_text(f: Findings, project: Path, out: TextIO) -> None:
         else:
             detail = (f"key set ({p.key_hint or 'present'})" if p.key_present
                       else "no key")
+            if p.key_present and p.key_source and " from " in p.key_source:
+                detail += f": {p.key_source}"  # only the project's .env sets it
         print(f"  {mark}{p.provider:<13} {detail}{'' if p.usable else '  → ' + p.fix}", file=out)
     print_coding_agents(f.report.coding_agents, out)
     hint = no_key_hint(any(p.key_present for p in f.report.providers), f.report.coding_agents)

@@ -76,6 +76,7 @@ class Environment(Mapping[str, str]):
     ) -> None:
         self._environ = dict(os.environ if environ is None else environ)
         path = (dotenv_dir or Path.cwd()) / ".env"
+        self.dotenv_path = path
         dotenv = read_dotenv(path)
         self.dotenv_endpoints = self._environ.get(DOTENV_ENDPOINTS_VAR, "").strip().lower() \
             in ("1", "true", "yes", "on")
@@ -106,6 +107,13 @@ class Environment(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len({**self._dotenv, **self._environ})
+
+    def source_of(self, name: str) -> str:
+        """Where `name`'s value comes from, to show: the variable, or the variable and the
+        project's .env when only that file sets it (a key a repository adds silently)."""
+        if not self._environ.get(name) and self._dotenv.get(name):
+            return f"{name} from {self.dotenv_path}"
+        return name
 
     def first(self, names: tuple[str, ...]) -> str | None:
         for name in names:

@@ -68,7 +68,8 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
             if found is None:
                 raise MissingKeyError(provider.name, key_env, f"{where}: agents[{index}]")
             api_key = SecretStr(found)
-            key_source = next(n for n in key_env if n in env)
+            name = next(n for n in key_env if n in env)
+            key_source = env.source_of(name) if isinstance(env, Environment) else name
     return AgentSpec(
         id=agent.id,
         provider=provider,

@@ -31,6 +31,10 @@ def parse_models(models: str | list[str], where: str = "--models") -> list[tuple
     return out
 
 
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:64]
+
+
 def team_from_models(
     models: str | list[str], env: Environment | None = None,
     orchestrator: dict[str, Any] | None = None, where: str = "--models",
@@ -40,7 +44,8 @@ def team_from_models(
     pairs = parse_models(models, where)
     agents, seen = [], set()
     for i, (kind, model) in enumerate(pairs):
-        base = re.sub(r"[^A-Za-z0-9_.-]+", "-", model.rsplit("/", 1)[-1]).strip("-") or kind
+        # An id names directories: never '.', '..' or empty (`openai/..` gives `openai`).
+        base = _safe(model.rsplit("/", 1)[-1]) or _safe(kind) or f"agent-{i + 1}"
         agent_id, n = base, 2
         while agent_id in seen:
             agent_id, n = f"{base}-{n}", n + 1
@@ -49,7 +54,6 @@ def team_from_models(
         if model:
             backend["model"] = model
         agents.append({"id": agent_id, "backend": backend})
-        del i
     spec = ",".join(f"{k}/{m}" if m else k for k, m in pairs)
     return team_from_data({"agents": agents, "orchestrator": orchestrator or {}},
                           where, env, name=f"models:{spec}")

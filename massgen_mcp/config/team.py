@@ -42,6 +42,7 @@ from massgen_mcp.config.providers import (
     known_type_names,
 )
 from massgen_mcp.errors import ConfigError, format_validation_error
+from massgen_mcp.paths import name_problem
 
 Level = Literal["lenient", "balanced", "strict"]
 # MassGen's other voting_sensitivity values, run as the nearest level we implement.
@@ -184,6 +185,15 @@ class AgentConfig(_Lenient):
     append_system_prompt: str | None = Field(  # MassGen: added after system_message
         default=None, max_length=MAX_PROMPT_CHARS)
 
+    @field_validator("id")
+    @classmethod
+    def _safe_id(cls, v: str) -> str:
+        problem = name_problem(v)
+        if problem is not None:  # the id names the agent's workspace and record directories
+            raise ValueError(f"agent id {v!r} {problem} (it names the agent's directories); "
+                             "e.g. 'reviewer-1'")
+        return v
+
 
 class ContextPath(_Lenient):
     """A directory (or file) the agents may read through the in-process file tools."""
@@ -323,6 +333,12 @@ class AgentSpec:
     # Why this agent cannot run (an unset ${VAR} it needs): its backend fails with this, the
     # others run, and the run says `degraded` and why (as MassGen fails only that agent).
     unavailable: str | None = None
+
+    def __post_init__(self) -> None:
+        problem = name_problem(self.id)  # every way a team is built (files, replays) ends here
+        if problem is not None:
+            raise ConfigError(f"agent id {self.id!r} {problem} (it names the agent's "
+                              "directories)")
 
     @property
     def label(self) -> str:

@@ -43,6 +43,12 @@ _PROCESSES = ("mcp_servers", "custom_tools", "command", "cwd")
 # Backend fields where `${VAR}` is expanded (the whole value, for mcp_servers).
 _EXPANDED = ("api_key", "base_url", "api_version", "mcp_servers", "env")  # env: a CLI agent's
 _SECRET_FIELDS = ("api_key",)  # where a `${VAR}` may take its value from the project's .env
+# A shell for the agent's model (tools/shell.py), and the network for it: the operator's call.
+_SHELL = ("enable_mcp_command_line", "command_line_docker_network_mode", "command_line_network",
+          "command_line_execution_mode", "command_line_docker_image")
+# Orchestrator limits a tool call's own arguments cap (server/tools.py): a restricted file may
+# not go past what the call itself could ask for.
+_TOOL_LIMITS = {"max_new_answers_per_agent": 20, "orchestrator_timeout_seconds": 86400}
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,14 @@ def check_restricted(data: Any, where: str) -> None:
     orchestrator = data.get("orchestrator")
     if isinstance(orchestrator, dict) and orchestrator.get("context_paths"):
         found.append("orchestrator.context_paths")  # would let the agents read those files
+    privileged = _privileged(data, agents)
+    if privileged:
+        raise ConfigError(
+            f"{where}: {', '.join(privileged)}: a team file named by a tool call may not give "
+            "its agents a shell or the network, nor raise limits past what the tool's own "
+            f"arguments allow (max_answers_per_agent 20, timeout_s 86400); "
+            f"move the file into a --team-dir, or have the operator start the server with "
+            f"{ALLOW_FLAG}=full")
     for i, agent in enumerate(agents if isinstance(agents, list) else []):
         backend = agent.get("backend") if isinstance(agent, dict) else None
         if isinstance(backend, dict):
@@ -169,6 +183,27 @@ def check_restricted(data: Any, where: str) -> None:
             "(base_url, api_key, headers) or read environment variables (${...}); "
             f"move the file into a --team-dir, or have the operator start the server with "
             f"{ALLOW_FLAG}=full")
+
+
+def _privileged(data: dict[str, Any], agents: Any) -> list[str]:
+    """The keys of a restricted file that only the operator may set (see `_SHELL` and
+    `_TOOL_LIMITS`)."""
+    found = []
+    orchestrator = data.get("orchestrator")
+    if isinstance(orchestrator, dict):
+        for key, cap in _TOOL_LIMITS.items():
+            if key not in orchestrator:
+                continue
+            value = orchestrator[key]
+            too_high = value is None or (isinstance(value, int | float) and value > cap)
+            if too_high or not isinstance(value, int | float | None):
+                found.append(f"orchestrator.{key} (above {cap})")
+    for i, agent in enumerate(agents if isinstance(agents, list) else []):
+        backend = agent.get("backend") if isinstance(agent, dict) else None
+        if isinstance(backend, dict):
+            found += [f"agents[{i}].backend.{k}" for k in backend
+                      if k in _SHELL and backend[k] not in (None, False, "none")]
+    return found
 
 
 def _has_var(value: Any) -> bool:

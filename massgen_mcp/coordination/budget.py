@@ -30,6 +30,7 @@ class Budget:
         self.max_attempts_per_turn = cfg.max_attempts_per_turn
         self.max_tool_calls_per_turn = cfg.max_tool_calls_per_turn
         self.call_timeout_seconds: float | None = call_deadline(cfg)
+        self.redact: Callable[[str], str] | None = None  # set by the orchestrator
         self.call_cap = cfg.provider_call_cap(len(agents), with_tools)
         self.calls_started = 0
         self.stopped = False

@@ -19,6 +19,7 @@ prompt tokens estimated) and lets the run refuse it when a budget is used up.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Protocol
@@ -54,6 +55,10 @@ class RunHooks(Protocol):
     max_tool_calls_per_turn: int
     #: Seconds one provider call may take (limits.call_deadline); None: no deadline.
     call_timeout_seconds: float | None
+    #: The run's redaction (configured keys, the server's token, ...), applied to every
+    #: message before it goes to a provider: tool outputs and other agents' answers may
+    #: carry a secret that the task and context screening never saw. None: none.
+    redact: Callable[[str], str] | None
 
     def starting_call(self, a: AgentState) -> bool:
         """False when the run may make no more provider calls (it is being stopped)."""
@@ -72,6 +77,16 @@ def estimate_tokens(messages: list[Message], tools: list[ToolSpec]) -> int:
     return max(1, chars // 4)
 
 
+def outgoing(messages: list[Message], redact: Callable[[str], str]) -> list[Message]:
+    """`messages` as a provider may see them: every text redacted (the Redactor remembers
+    long texts, so re-sending a conversation costs little)."""
+    out = []
+    for m in messages:
+        text = redact(m.content) if m.content else m.content
+        out.append(m if text == m.content else dataclasses.replace(m, content=text))
+    return out
+
+
 async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpec],
                      hooks: RunHooks, step: Step | None = None) -> Turn:
     """One provider call, counted whatever happens to it; `step` is what function and test
@@ -80,6 +95,8 @@ async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpe
         await anyio.lowlevel.checkpoint()  # the run is being cancelled: this raises
         raise BackendError("the run may make no more provider calls")
     deadline = hooks.call_timeout_seconds
+    if hooks.redact is not None:
+        messages = outgoing(messages, hooks.redact)
     turn: Turn | None = None
     try:
         with anyio.move_on_after(deadline) as scope, at_step(step):

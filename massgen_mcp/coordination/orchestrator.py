@@ -84,6 +84,7 @@ class Orchestrator:
         answer_format: AnswerFormat | None = None,
         toolboxes: dict[str, Toolbox] | None = None,
         emit: EventSink | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.team = team
         self.cfg = team.orchestrator
@@ -105,6 +106,7 @@ class Orchestrator:
         self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes),
                              stop=lambda detail: self.cancel("budget_exceeded", detail),
                              emit=self._emit)
+        self.budget.redact = redact  # every message to a provider goes through it
         self.stragglers = Stragglers(self.cfg, self.agents, self._cut_off)
         self.seed = shuffle_seed(self.cfg, task, [a.spec.id for a in self.agents])
         self._changed: anyio.Event | None = None

@@ -18,6 +18,7 @@ import json
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from massgen_mcp.errors import (
     TransientBackendError,
 )
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage
+from massgen_mcp.paths import open_private
 
 if TYPE_CHECKING:
     from massgen_mcp.backends import Backend
@@ -144,6 +146,8 @@ class Member:
     #: Calls that failed (the arm counts them wrong), and replay misses (the eval stops).
     errors: list[str] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
+    #: Applied to every recorded row (a model's reply can repeat a key it was shown).
+    redact: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.replay and self.cassette is not None and self._file().exists():
@@ -232,7 +236,9 @@ class Member:
 
     def _write(self, row: dict[str, Any]) -> None:
         if self.cassette is not None:
-            with self._file().open("a", encoding="utf-8") as f:
+            if self.redact is not None:
+                row = self.redact(row)
+            with open_private(self._file()) as f:
                 f.write(json.dumps(row, sort_keys=True) + "\n")
 
     async def aclose(self) -> None:
@@ -245,10 +251,11 @@ class Members:
     """The team's members, and the function-backed team that routes a consensus through
     them for one item."""
 
-    def __init__(self, team: Team, cassette: Path | None, replay: bool) -> None:
+    def __init__(self, team: Team, cassette: Path | None, replay: bool,
+                 redact: Callable[[Any], Any] | None = None) -> None:
         self.team = team
         self.clocks: dict[str, _Clock] = {}
-        self.members = {a.id: Member(a, cassette, replay, self.clocks)
+        self.members = {a.id: Member(a, cassette, replay, self.clocks, redact=redact)
                         for a in team.agents}
         self._names: list[str] = []
 

@@ -30,6 +30,7 @@ from massgen_mcp.eval.exchanges import Members, ReplayMiss, check_cassette
 from massgen_mcp.eval.scoring import ArmOutcome, summarize
 from massgen_mcp.eval.suites import Item, Suite, load_suite
 from massgen_mcp.messages import system, user
+from massgen_mcp.paths import open_private
 
 if TYPE_CHECKING:
     from massgen_mcp.config.team import AgentSpec, Team
@@ -102,11 +103,19 @@ async def run_eval(options: EvalOptions, progress: ProgressFn | None = None) -> 
         check_cassette(options.record, replay=False, resuming=(home / "items.jsonl").exists())
         _write_team(options.record, team)
     app = App(home / "runs", vocabulary=CLI)
-    members = Members(team, cassette, replay=options.replay is not None)
+    from massgen_mcp.redaction import Redactor, configured_secrets
+
+    # What run records redact, redacted in every eval output too (items.jsonl, the
+    # recording, --json, --report): a member's reply can repeat a key it was shown.
+    redactor = Redactor(configured_secrets(team, app.env))
+    members = Members(team, cassette, replay=options.replay is not None,
+                      redact=redactor.value)
     prices = _prices(team, options.max_cost_usd)
     runner = _Runner(suite, team, arms, app, members, prices, home, options, progress)
+    runner.redact = redactor.value
     try:
-        return await runner.run()
+        figures: dict[str, Any] = redactor.value(await runner.run())
+        return figures
     except BaseExceptionGroup as group:  # an item's error, out of the items' task group
         raise _first_error(group) from None
     finally:
@@ -235,6 +244,7 @@ class _Runner:
         self.solo_needed = bool(arms - {"team"})
         n = len(team.agents)
         self.sc_k = 2 * n + 1
+        self.redact: Callable[[Any], Any] = lambda value: value  # set by run_eval
 
     # -- budget
     def _call_cost(self, agent: AgentSpec, prompt_chars: int) -> float:
@@ -284,8 +294,9 @@ class _Runner:
     def _save(self, item_id: str, outcomes: dict[str, ArmOutcome]) -> None:
         arms = {name: o.to_json() for name, o in outcomes.items()}
         self.records.setdefault(item_id, {}).update(arms)
-        with (self.home / "items.jsonl").open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"item": item_id, "arms": arms}, sort_keys=True) + "\n")
+        with open_private(self.home / "items.jsonl") as f:
+            f.write(json.dumps(self.redact({"item": item_id, "arms": arms}), sort_keys=True)
+                    + "\n")
         self.spent += self._cost_of(arms)
 
     async def run(self) -> dict[str, Any]:
@@ -540,7 +551,7 @@ class _Latencies:
     def save(self, item: str, outcomes: dict[str, ArmOutcome]) -> None:
         if self.replaying or self.path is None:
             return
-        with self.path.open("a", encoding="utf-8") as f:
+        with open_private(self.path) as f:
             for key, seconds in list(self.recorded.items()):
                 if key[0].split("#", 1)[0] == item:
                     f.write(json.dumps({"item": key[0], "arm": key[1],

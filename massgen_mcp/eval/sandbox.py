@@ -9,7 +9,6 @@ fallback.
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from massgen_mcp.errors import InputError
 TIME_LIMIT_S = 10.0
 MEMORY_LIMIT_BYTES = 1024 * 1024 * 1024
 OUTPUT_LIMIT_BYTES = 64 * 1024
+PROCESS_LIMIT = 64
+FILE_LIMIT_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,31 +42,28 @@ def bwrap_path() -> str:
     return found
 
 
-def _limits() -> None:  # runs in the child before exec: inherited by everything inside
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
-    resource.setrlimit(resource.RLIMIT_NPROC, (256, 256))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024 * 1024, 16 * 1024 * 1024))
-    os.setsid()
-
-
 def run_command(argv: list[str], *, stdin: str = "", files: dict[str, str] | None = None,
                 time_limit_s: float = TIME_LIMIT_S) -> SandboxRun:
     """Run `argv` in the sandbox with `stdin`; `files` are written into its working dir.
 
-    The mounts are the agents' shell sandbox's (tools/sandbox.py: one policy for what model
-    code may see); this adds memory, process and file-size limits and a private workspace."""
-    from massgen_mcp.tools.sandbox import SandboxPolicy, bwrap_argv
+    The agents' shell sandbox (tools/sandbox.py: one policy for what model code may see and
+    the limits it runs under), with tighter limits and a private workspace."""
+    from massgen_mcp.tools.sandbox import Limits, SandboxPolicy, launch
 
+    bwrap_path()
+    policy = SandboxPolicy(network=False, timeout=time_limit_s, limits=Limits(
+        memory_bytes=MEMORY_LIMIT_BYTES, processes=PROCESS_LIMIT, file_bytes=FILE_LIMIT_BYTES,
+        tmp_bytes=FILE_LIMIT_BYTES, open_files=256))
     with tempfile.TemporaryDirectory(prefix="massgen-sandbox-") as work:
         for name, text in (files or {}).items():
             Path(work, name).write_text(text, encoding="utf-8")
-        cmd = bwrap_argv(bwrap_path(), Path(work), shlex.join(argv),
-                         SandboxPolicy(network=False, timeout=time_limit_s))
         try:
-            proc = subprocess.run(cmd, input=stdin.encode(), capture_output=True,
-                                  timeout=time_limit_s, preexec_fn=_limits, check=False)
+            with launch(Path(work), shlex.join(argv), policy) as how:
+                proc = subprocess.run(
+                    how.argv, input=stdin.encode(), capture_output=True, timeout=time_limit_s,
+                    env=how.env, pass_fds=how.pass_fds, start_new_session=True, check=False)
+        except RuntimeError as e:
+            raise InputError(f"running code needs an OS sandbox: {e}") from e
         except subprocess.TimeoutExpired as e:
             out = (e.stdout or b"") + (e.stderr or b"")
             return SandboxRun(False, None, _clip(out))

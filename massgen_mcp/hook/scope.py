@@ -53,13 +53,26 @@ _SECRET_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(kubeconfig|.+\.kubeconfig)$", re.I), "a cluster credentials file"),
     (re.compile(r"^(application_default_credentials|service[-_]account.*)\.json$", re.I),
      "a cloud service account key"),
+    (re.compile(r".\.env$", re.I), "an environment file"),  # prod.env, .dev.env
+    (re.compile(r"^\.mcp\.json$", re.I), "an MCP client config (tool servers' tokens)"),
+    (re.compile(r"^\.dev\.vars$", re.I), "an environment file (Cloudflare's)"),
+    (re.compile(r"^secrets\.toml$", re.I), "a secrets file"),
+    (re.compile(r"\.tfvars(\.json)?$", re.I), "Terraform variables (they hold its secrets)"),
+    (re.compile(r"^oauth_creds\.json$", re.I), "a coding CLI's login (OAuth tokens)"),
+    (re.compile(r"^(\.[a-z0-9_]*_?history|fish_history|\.histfile)$", re.I),
+     "a shell or REPL history (commands typed with secrets in them)"),
+    (re.compile(r"^(secring\.gpg|.+\.(gpg|asc)\.key)$", re.I), "a private GPG key"),
 )
 _SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".azure", ".password-store")
 _SECRET_SUFFIX = (("/.kube/config", "a cluster credentials file"),
                   ("/.docker/config.json", "a registry credentials file"),
                   ("/.config/gh/hosts.yml", "the GitHub CLI's token file"),
                   ("/.config/gcloud/access_tokens.db", "cloud access tokens"),
-                  ("/massgen-mcp/plan.key", "the key that signs checkpoint plans"))
+                  ("/massgen-mcp/plan.key", "the key that signs checkpoint plans"),
+                  ("/.codex/auth.json", "the Codex CLI's login (tokens)"),
+                  ("/.claude/.credentials.json", "Claude Code's login (tokens)"),
+                  ("/github-copilot/apps.json", "GitHub Copilot's login (tokens)"),
+                  ("/github-copilot/hosts.json", "GitHub Copilot's login (tokens)"))
 _GLOB = re.compile(r"[*?\[]")
 _HARMLESS_DEVICE = re.compile(r"^/(dev/(null|zero|full|u?random|stdout|stderr|stdin|tty"
                               r"|fd/\d+|pts/\d+)|proc/self/fd/[012])$")

@@ -25,7 +25,7 @@ from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import InputError, MassgenError, RunNotFoundError
 from massgen_mcp.inputs import screen_inputs
 from massgen_mcp.paths import state_dir
-from massgen_mcp.redaction import Redactor, configured_secrets
+from massgen_mcp.redaction import Redactor, configured_secrets, install_log_redaction
 from massgen_mcp.runs.executor import Executor
 from massgen_mcp.runs.live import Listener, LiveRun
 from massgen_mcp.runs.pool import BackendPool
@@ -105,6 +105,7 @@ class Engine:
         a checkpoint's objective); pages and reports show it. `run_id`: a worker executing
         a run a front end prepared attaches to that record instead (`RunRecords.attach`)."""
         redactor = Redactor(configured_secrets(team, self.env))
+        install_log_redaction(redactor.secrets)  # the team file's own keys, in debug logs too
         if run_id is not None:
             live = LiveRun(run_id, self.store.attach(check_run_id(run_id), redactor))
             live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],

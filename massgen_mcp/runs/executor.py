@@ -88,7 +88,7 @@ class Executor:
                     orch = Orchestrator(
                         team, backends, task, run_id=live.run_id, log_dir=str(live.record.dir),
                         context=context, answer_format=answer_format, toolboxes=toolboxes,
-                        emit=live.on_event)
+                        emit=live.on_event, redact=live.record.redact.text)
                     live.orchestrator = orch
                     if live.cancel_requested:
                         orch.cancel(self.stop_status())

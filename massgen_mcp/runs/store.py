@@ -24,7 +24,7 @@ import anyio
 
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import InputError, RunNotFoundError
-from massgen_mcp.paths import runs_dir, write_atomic
+from massgen_mcp.paths import open_private, private_dir, runs_dir, write_atomic
 from massgen_mcp.redaction import Redactor
 from massgen_mcp.runs.store_usage import add_file_usage, read_file_usage
 
@@ -186,10 +186,10 @@ class RunRecord:
         self.run_id = run_id
         self.state = state
         self.dir = runs_dir(state) / run_id
-        self.dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.dir, up_to=state)  # the state directory, runs/ and the run: 0700
         self.redact = redactor
         self._seq = seq
-        self._events = (self.dir / "events.jsonl").open("a", encoding="utf-8")
+        self._events = open_private(self.dir / "events.jsonl")  # 0600, like every record
         if meta is not None:  # None: attached to a run another process opened
             write_atomic(self.dir / "meta.json", redactor.json({**meta, "run_id": run_id}))
 

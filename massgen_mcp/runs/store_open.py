@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from massgen_mcp.redaction import add_process_secret
 from massgen_mcp.runs.store import RunRecords, RunStore
-from massgen_mcp.runs.store_url import check_store_url
+from massgen_mcp.runs.store_url import check_store_url, url_password
 
 
 def open_store(url: str | None, state: Path, **options: float) -> RunRecords:
@@ -18,6 +19,7 @@ def open_store(url: str | None, state: Path, **options: float) -> RunRecords:
     if url is None or url == "":
         return RunStore(state)
     url = check_store_url(url)
+    add_process_secret(url_password(url))  # never in a record, an event or a provider call
     from massgen_mcp.runs.scale.redis_store import RedisStore  # redis is imported only here
 
     return RedisStore(url, state, **options)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from massgen_mcp.config.protected import VCS_NAMES, is_protected, is_vcs_path, normalize_all
 from massgen_mcp.coordination.result import FileChange, RunResult, WorkspaceResult
 from massgen_mcp.errors import ConfigError
+from massgen_mcp.paths import inside
 
 if TYPE_CHECKING:
     from massgen_mcp.config.team import Team
@@ -41,6 +42,9 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "
                        ".massgen", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 MAX_SEED_BYTES = 200 * 1024 * 1024
 MAX_DIFF_CHARS = 200_000
+MAX_DIFF_FILE_BYTES = 2 * 1024 * 1024  # larger files are listed, not diffed
+#: The largest file of the winner's workspace that is compared and written back.
+MAX_WRITE_BACK_BYTES = 100 * 1024 * 1024
 _LABEL = re.compile(r"\bagent\d+\.\d+\b")
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -115,8 +119,17 @@ def _files(root: Path) -> dict[str, Path]:
 
 
 def _copy_tree(src: Path, dst: Path, limit: int = MAX_SEED_BYTES) -> None:
+    """Copy `src`'s files to `dst`, never a secret file (`inputs.secret_file`: it would go to
+    every provider of the team) nor more than `limit` bytes (by allocated size too: a sparse
+    file is as big as it claims)."""
+    from massgen_mcp.inputs import secret_file
+
     total = 0
     for rel, f in _files(src).items():
+        kind = secret_file(f, _head(f))
+        if kind is not None:
+            log.warning("not copied into the workspace: %s is %s", rel, kind)
+            continue
         total += f.stat().st_size
         if total > limit:
             raise ConfigError(f"context path {src} holds more than {limit // 2**20} MB of files "
@@ -126,6 +139,15 @@ def _copy_tree(src: Path, dst: Path, limit: int = MAX_SEED_BYTES) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(f, target)
     dst.mkdir(parents=True, exist_ok=True)
+
+
+def _head(path: Path, size: int = 64 * 1024) -> bytes | None:
+    """The start of a file, where a pasted private key would show (None: unreadable)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(size)
+    except OSError:
+        return None
 
 
 def _read_only(root: Path) -> None:
@@ -164,6 +186,10 @@ class Workspaces:
             path = self.run_dir / "workspaces" / leaf
             if path in self.dirs.values():
                 path = path.with_name(f"{leaf}-{agent_id}")
+            try:  # ids are checked when a team is built; this holds whatever the caller
+                inside(self.run_dir / "workspaces", path, f"the workspace of {agent_id!r}")
+            except ValueError as e:
+                raise ConfigError(str(e)) from e
             _copy_tree(self.seed, path)
             self.dirs[agent_id] = path
         return self.dirs[agent_id]
@@ -212,16 +238,21 @@ class Workspaces:
         ws = self.dirs[agent]
         before, after = _files(self.seed), _files(ws)
         changes: list[FileChange] = []
+        refused: list[str] = []
         for rel in sorted(set(before) | set(after)):
+            why = _too_big(after[rel]) if rel in after else None
+            if why is not None:  # never read whole, never written back
+                refused.append(f"{rel}: {why}; not written back")
+                continue
             if rel not in before:
                 changes.append(FileChange(path=rel, change="added"))
             elif rel not in after:
                 changes.append(FileChange(path=rel, change="deleted"))
-            elif before[rel].read_bytes() != after[rel].read_bytes():
+            elif not _same(before[rel], after[rel]):
                 changes.append(FileChange(path=rel, change="modified"))
         diff, truncated = _diff(changes, before, after)
         out = WorkspaceResult(agent_id=agent, path=str(ws), changed=changes, diff=diff,
-                              diff_truncated=truncated)
+                              diff_truncated=truncated, skipped=refused)
         if result.status == "completed":
             self._write_back(out, changes, before, after)
         elif any(c.permission == "write" for c in self.contexts):
@@ -253,9 +284,10 @@ class Workspaces:
             if ctx.is_protected((parent / target.name).relative_to(ctx.path).as_posix()):
                 out.skipped.append(f"{ch.path}: protected")
                 continue
-            current = target.read_bytes() if target.is_file() else None
-            seeded = before[ch.path].read_bytes() if ch.path in before else None
-            if current != seeded:
+            seeded = before.get(ch.path)
+            unchanged = (_same(target, seeded) if target.is_file() and seeded is not None
+                         else not target.is_file() and seeded is None)
+            if not unchanged:
                 out.skipped.append(f"{ch.path}: changed in {ctx.path} during the run")
                 continue
             if ch.change == "deleted":
@@ -292,9 +324,41 @@ def _diff(changes: list[FileChange], before: dict[str, Path], after: dict[str, P
     return "".join(parts), False
 
 
+def _too_big(path: Path) -> str | None:
+    """Why a file of the winner's workspace is not taken (None: it is): past the size cap,
+    or sparse (a 3 GB file of holes costs the model nothing and the server its memory)."""
+    try:
+        st = path.stat()
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    if st.st_size > MAX_WRITE_BACK_BYTES:
+        return f"{st.st_size:,} bytes, over the {MAX_WRITE_BACK_BYTES // 2**20} MiB limit"
+    if st.st_size > 2**20 and st.st_blocks * 512 < st.st_size // 2:
+        return "a sparse file (mostly holes)"
+    return None
+
+
+def _same(a: Path, b: Path, chunk: int = 1 << 20) -> bool:
+    """Do two files hold the same bytes? Read in chunks, never whole."""
+    try:
+        if a.stat().st_size != b.stat().st_size:
+            return False
+        with a.open("rb") as fa, b.open("rb") as fb:
+            while True:
+                x, y = fa.read(chunk), fb.read(chunk)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
+
+
 def _text(path: Path | None) -> list[str] | None:
     if path is None:
         return []
+    if path.stat().st_size > MAX_DIFF_FILE_BYTES:
+        return None  # shown as "Binary file ... modified": a diff of it would not fit anyway
     data = path.read_bytes()
     if b"\x00" in data[:8192]:
         return None

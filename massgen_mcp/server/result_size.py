@@ -129,6 +129,8 @@ def _agent_line(a: AgentInfo) -> str:
             f"{'' if a.answers == 1 else 's'}, {u.total_tokens:,} tokens{cost}")
     if a.stance:
         line += f"; stance: {_clip(a.stance, 200)}"
+    if a.key and " from " in a.key:  # only the project's .env sets the key: say so
+        line += f"; key: {a.key}"
     return f"{line}; error: {_clip(a.error, 300)}" if a.error else line
 
 

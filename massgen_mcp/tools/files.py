@@ -33,6 +33,7 @@ import anyio
 
 from massgen_mcp.config.protected import is_protected, normalize_all
 from massgen_mcp.hook.scope import secret_kind
+from massgen_mcp.inputs import secret_file
 from massgen_mcp.messages import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class Root:
         `.env`, keys, token-bearing files) always are."""
         if any(real == p or real.is_relative_to(p) for p in self.protected):
             return True
-        if secret_kind(str(real)) is not None:
+        if secret_kind(str(real)) is not None or secret_file(real) is not None:
             return True
         return is_protected(real.relative_to(self.path).as_posix(), self.patterns)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from massgen_mcp.messages import ToolCall, ToolSpec
-from massgen_mcp.tools.sandbox import INSTALL_HINT, SandboxPolicy, find_bwrap, run_sandboxed
+from massgen_mcp.tools.sandbox import SandboxPolicy, missing, run_sandboxed
 
 TOOL = "execute_command"
 MAX_COMMAND_CHARS = 10_000
@@ -53,8 +53,9 @@ class ShellToolbox:
             else 60.0)
         self.allowed = _patterns(extra.get("command_line_allowed_commands"))
         self.blocked = _patterns(extra.get("command_line_blocked_commands"))
-        self.available = find_bwrap() is not None
-        self.notes: list[str] = [] if self.available else [f"{TOOL} refused: {INSTALL_HINT}"]
+        self.why_not = missing()
+        self.available = self.why_not is None
+        self.notes: list[str] = [] if self.available else [f"{TOOL} refused: {self.why_not}"]
 
     @property
     def tools(self) -> list[ToolSpec]:
@@ -73,6 +74,37 @@ class ShellToolbox:
     def owns(self, name: str) -> bool:
         return name == TOOL
 
+    def refusal(self, command: str) -> str | None:
+        """Why the team file's lists refuse `command`, or None. Every command of the line is
+        checked (`ls; rm -rf x`, `echo $(rm x)`, `sh -c 'rm x'`: the hook's shell parser finds
+        each), as written and by program name (`/bin/rm` is `rm`); a command whose program is
+        decided at run time (`$CMD`) is never in the allowed list."""
+        if not self.allowed and not self.blocked:
+            return None
+        texts = [command.strip()]
+        try:
+            from massgen_mcp.hook.shell import simple_commands
+
+            parsed = simple_commands(command)
+        except Exception:  # a line the parser cannot read: judged as a whole, strictly
+            parsed = []
+            if self.allowed:
+                return "this command line could not be read to check the allowed commands"
+        for cmd in parsed:
+            forms = [" ".join([cmd.raw_program, *cmd.args]), " ".join([cmd.program, *cmd.args])]
+            if any(p.match(f) for p in self.blocked for f in [*forms, *texts]):
+                return f"`{cmd.raw_program}` is blocked by the team file"
+            if self.allowed and (cmd.computed or not any(
+                    p.match(f) for p in self.allowed for f in forms)):
+                return (f"`{cmd.raw_program}` is not in the allowed commands of the team file "
+                        "(every command of a line must be)")
+        if any(p.match(t) for p in self.blocked for t in texts):
+            return "this command is blocked by the team file"
+        if self.allowed and not parsed and not any(p.match(t) for p in self.allowed
+                                                   for t in texts):
+            return "this command is not in the allowed commands of the team file"
+        return None
+
     async def call(self, call: ToolCall) -> tuple[str, bool]:
         command = call.arguments.get("command") if isinstance(call.arguments, dict) else None
         if not isinstance(command, str) or not command.strip():
@@ -80,12 +112,10 @@ class ShellToolbox:
         if len(command) > MAX_COMMAND_CHARS:
             return f"command is longer than {MAX_COMMAND_CHARS} characters", True
         if not self.available:
-            return f"{TOOL} is not available: {INSTALL_HINT}", True
-        text = command.strip()
-        if self.allowed and not any(p.match(text) for p in self.allowed):
-            return "this command is not in the allowed commands of the team file", True
-        if any(p.match(text) for p in self.blocked):
-            return "this command is blocked by the team file", True
+            return f"{TOOL} is not available: {self.why_not}", True
+        refused = self.refusal(command)
+        if refused is not None:
+            return refused, True
         result = await run_sandboxed(command, self.workspace, self.policy)
         return result.text(self.policy), result.exit_code != 0
 

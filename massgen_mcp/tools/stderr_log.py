@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import anyio
 
+from massgen_mcp.paths import open_private
 from massgen_mcp.redaction import Redactor
 
 MAX_LOG_BYTES = 10_000_000
@@ -33,7 +34,7 @@ class StderrLog:
         self._read_fd, write_fd = os.pipe()
         os.set_blocking(self._read_fd, False)
         self.errlog: TextIO | None = os.fdopen(write_fd, "w", encoding="utf-8")
-        self._file = path.open("a", encoding="utf-8")
+        self._file = open_private(path)  # 0600, like every record
         self._written = 0
         self._done = anyio.Event()
         self._tg: Any = None

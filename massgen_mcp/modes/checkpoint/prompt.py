@@ -69,6 +69,14 @@ def _tools_text(session: CheckpointSession) -> str:
     return "\n".join(lines)
 
 
+def _opened_path(fd: int) -> str | None:
+    """Where an open file really is (Linux's /proc/self/fd; None elsewhere)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
 def trajectory_tail(path: str | None, limit: int = TRAJECTORY_CHARS) -> str:
     """The last `limit` characters of the trajectory file, or a note saying why there are none."""
     if not path:
@@ -83,6 +91,13 @@ def trajectory_tail(path: str | None, limit: int = TRAJECTORY_CHARS) -> str:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             return f"(trajectory file {path} is no longer a regular file; it is not sent)"
+        # O_NOFOLLOW guards the last component only: a directory above it swapped for a
+        # link would lead elsewhere. The file opened must be the file that was checked.
+        opened = _opened_path(fd)
+        if opened is not None and opened != path:
+            os.close(fd)
+            return (f"(trajectory file {path} now leads to {opened} through a link; it is "
+                    "not sent)")
         with os.fdopen(fd, "rb") as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()

@@ -106,6 +106,32 @@ def _tools(available_tools: list[Any]) -> list[ToolInfo]:
     return tools
 
 
+_SYSTEM = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/proc",
+           "/sys", "/dev", "/run", "/snap", "/var/lib", "/var/log", "/var/spool", "/var/cache",
+           "/var/mail", "/var/backups")
+
+
+def _check_workspace(workspace: Path, cwd: Path | None) -> None:
+    """A workspace is a project: never `/`, the home directory or one above it, a system
+    directory, a secret directory (`~/.ssh`), or a directory above the server's working
+    directory. Its listing and files go to the reviewers' providers."""
+    from massgen_mcp.hook.scope import secret_kind
+
+    home = Path.home().resolve()
+    fix = "give the project directory the executor works in"
+    if workspace == Path("/") or home.is_relative_to(workspace):
+        where = "the home directory" if workspace == home else "a directory above the home"
+        raise InputError(f"workspace_dir {workspace} is {where}: its listing would go to the "
+                         f"reviewers' models; {fix}")
+    if any(workspace == Path(d) or workspace.is_relative_to(d) for d in _SYSTEM):
+        raise InputError(f"workspace_dir {workspace} is a system directory; {fix}")
+    if secret_kind(str(workspace)) or secret_kind(str(workspace) + "/x"):
+        raise InputError(f"workspace_dir {workspace} holds secrets; {fix}")
+    if cwd is not None and cwd != workspace and cwd.is_relative_to(workspace):
+        raise InputError(f"workspace_dir {workspace} is above the server's working directory "
+                         f"{cwd}; {fix}")
+
+
 def init_session(
     state_dir: str | Path,
     workspace_dir: str | Path,
@@ -128,6 +154,7 @@ def init_session(
     workspace = Path(workspace_dir).expanduser().resolve()
     if not workspace.is_dir():
         raise InputError(f"workspace_dir {str(workspace_dir)!r} is not a directory")
+    _check_workspace(workspace, Path(files_root).resolve() if files_root is not None else None)
     if not isinstance(original_task, str) or not original_task.strip():
         raise InputError("original_task is empty: give the task the executor is working on")
     tools = _tools(available_tools)
