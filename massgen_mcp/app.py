@@ -21,6 +21,7 @@ from massgen_mcp.config.trust import TeamPolicy
 from massgen_mcp.errors import InputError
 from massgen_mcp.inputs import join_context, read_context_files
 from massgen_mcp.paths import state_dir
+from massgen_mcp.runs.owners import LOCAL, LOCAL_NAME, Principal
 
 if TYPE_CHECKING:  # the engine and the team models load at the first run (start-up time)
     from collections.abc import Awaitable, Callable
@@ -226,14 +227,15 @@ class App:
     def consensus(self, team: Team, task: str, *, context: str | None = None,
                   listener: Listener | None = None,
                   backend_context: BackendContext | None = None,
-                  run_id: str | None = None) -> PreparedRun:
+                  run_id: str | None = None, owner: str = LOCAL_NAME) -> PreparedRun:
         """A plain consensus run: free-text answers, the winner presents the final answer.
-        `run_id`: a worker executing the run a front end prepared (its record exists)."""
+        `run_id`: a worker executing the run a front end prepared (its record exists).
+        `owner`: the user starting it (runs/owners.py)."""
         from massgen_mcp.modes.consensus.run import prepare_consensus
 
         prepared = prepare_consensus(self.engine, team, task, context=context,
                                      listener=listener, backend_context=backend_context,
-                                     run_id=run_id)
+                                     run_id=run_id, owner=owner)
         prepared.call = self._call(team, {"mode": "consensus", "task": prepared.task,
                                           "context": prepared.context})
         return prepared
@@ -242,14 +244,14 @@ class App:
              constraints: list[str] | str | None = None, context: str | None = None,
              listener: Listener | None = None,
              backend_context: BackendContext | None = None,
-             run_id: str | None = None) -> PreparedRun:
+             run_id: str | None = None, owner: str = LOCAL_NAME) -> PreparedRun:
         """A plan run; its `outcome` is the stored `PlanResult` (stored by whoever waits for
         the run: the front end, when a worker runs it). `run_id`: as for `consensus`."""
         from massgen_mcp.modes.planning.run import prepare_plan
 
         prepared = prepare_plan(self.engine, team, goal, depth=depth, constraints=constraints,
                                 context=context, listener=listener,
-                                backend_context=backend_context, run_id=run_id)
+                                backend_context=backend_context, run_id=run_id, owner=owner)
         prepared.call = self._call(team, {"mode": "plan", "goal": goal, "depth": depth,
                                           "constraints": constraints,
                                           "context": prepared.context})
@@ -258,7 +260,7 @@ class App:
     def checkpoint(self, team: Team, *, objective: str, action_goals: list[Any] | None = None,
                    eval_criteria: list[str] | str | None = None,
                    workspace_dir: str | None = None, listener: Listener | None = None,
-                   backend_context: BackendContext | None = None
+                   backend_context: BackendContext | None = None, owner: str = LOCAL_NAME
                    ) -> tuple[PreparedRun, Path]:
         """A checkpoint review run and its audit directory; its `outcome` is the
         `CheckpointResult`."""
@@ -268,30 +270,41 @@ class App:
                                   action_goals=action_goals, eval_criteria=eval_criteria,
                                   workspace_dir=workspace_dir,
                                   approval=self.checkpoint_approval, listener=listener,
-                                  backend_context=backend_context)
+                                  backend_context=backend_context, owner=owner)
 
     # ------------------------------------------------------------------ runs
 
-    def get_run(self, run_id: str) -> RunResult:
+    # Every reader takes `who`: another user's run reads as one that does not exist
+    # (runs/owners.py). The default is the operator (stdio, the CLI, the Python API).
+
+    def get_run(self, run_id: str, who: Principal = LOCAL) -> RunResult:
         """A run as it stands: live in this process, else from its record."""
-        return self.engine.get(run_id)
+        return self.engine.get(self.engine.visible(run_id, who))
 
-    def list_runs(self, limit: int = 20) -> list[RunResult]:
-        """Recent runs, newest first."""
-        return self.engine.list(limit)
+    def list_runs(self, limit: int = 20, who: Principal = LOCAL) -> list[RunResult]:
+        """Recent runs `who` may see, newest first."""
+        return self.engine.list(limit, who)
 
-    def run_events(self, run_id: str) -> list[dict[str, Any]]:
+    def run_events(self, run_id: str, who: Principal = LOCAL) -> list[dict[str, Any]]:
         """A run's coordination events, in order."""
-        return self.engine.store.events(run_id)
+        return self.engine.store.events(self.engine.visible(run_id, who))
 
-    async def cancel_run(self, run_id: str) -> tuple[bool, str]:
+    def visible(self, run_id: str, who: Principal) -> str:
+        """`run_id` when `who` may see the run; else the error an unknown id gets."""
+        return self.engine.visible(run_id, who)
+
+    def run_owner(self, run_id: str) -> str:
+        """Who started the run."""
+        return self.engine.owner(run_id)
+
+    async def cancel_run(self, run_id: str, who: Principal = LOCAL) -> tuple[bool, str]:
         """Stop a live run and wait (bounded) for its record: whether a stop was requested,
         and the run's status now."""
-        return await self.engine.cancel_and_wait(run_id)
+        return await self.engine.cancel_and_wait(self.engine.visible(run_id, who))
 
-    def live_run(self, run_id: str) -> LiveRun | None:
+    def live_run(self, run_id: str, who: Principal = LOCAL) -> LiveRun | None:
         """The run if it is live in this process (the viewer streams it from here)."""
-        return self.engine.live_run(run_id)
+        return self.engine.live_run(self.engine.visible(run_id, who))
 
     # ------------------------------------------------------------------ workers
 

@@ -16,6 +16,7 @@ from massgen_mcp.modes.planning.run import PlanResult
 from massgen_mcp.modes.planning.schema import Depth
 from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
 from massgen_mcp.server.host import ToolHost, tool_errors
+from massgen_mcp.server.users import asking
 
 
 class PlanList(BaseModel):
@@ -82,7 +83,8 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         chosen = await host.team_for(ctx, models=models, team=team)
         prepared = app.plan(chosen, goal, depth=depth, constraints=constraints,
                             context=full_context,
-                            backend_context=BackendContext(session=ctx.session))
+                            backend_context=BackendContext(session=ctx.session),
+                            owner=asking().name)
         result = await host.run(prepared, ctx, wait)
         if not wait:
             out = PlanResult(plan_id=None, status="running", goal=goal, depth=depth,
@@ -186,7 +188,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         prepared, _ = app.checkpoint(
             chosen, objective=objective, action_goals=action_goals,
             eval_criteria=eval_criteria, workspace_dir=workspace_dir,
-            backend_context=BackendContext(session=ctx.session))
+            backend_context=BackendContext(session=ctx.session), owner=asking().name)
         await host.run(prepared, ctx, True)
         out: CheckpointResult = prepared.outcome
         if out.plan:
