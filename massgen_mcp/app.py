@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the engine and the team models load at the first run (start
     from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
     from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
     from massgen_mcp.runs.live import LiveRun
+    from massgen_mcp.runs.quota import Quota, RunLimits
     from massgen_mcp.runs.scale.queue import RunJob
     from massgen_mcp.runs.scale.worker import RunWorker
     from massgen_mcp.runs.store import RunRecords
@@ -60,6 +61,8 @@ class App:
         allow_checkpoint_team_override: bool = False,
         checkpoint_approval: str | None = None,
         store: RunRecords | None = None,
+        run_limits: RunLimits | None = None,
+        quota: Quota | None = None,
     ) -> None:
         #: How this caller names its arguments in messages (CLI flags, tool arguments, ...).
         self.vocabulary = vocabulary
@@ -82,6 +85,11 @@ class App:
         self.allow_checkpoint_team_override = allow_checkpoint_team_override
         #: The operator's approval rule for checkpoints (majority | unanimous; None: majority).
         self.checkpoint_approval = checkpoint_approval
+        #: The operator's caps on every run a tool call builds, and on how many run at once
+        #: and what a user spends (runs/quota.py); the --team file's own caps are added.
+        self.run_limits = run_limits
+        self.quota = quota
+        self._operator_limits: RunLimits | None = None
 
     @property
     def engine(self) -> Engine:
@@ -95,6 +103,8 @@ class App:
                 self._engine.pool.standbys.size = self._cli_standbys
             for reason in self._shut_down:
                 self._engine.shut_down(reason)
+            if self.quota is not None:  # counts what each user's runs spend
+                self.quota.watch(self._engine, self._state)
         return self._engine
 
     @property
@@ -154,12 +164,29 @@ class App:
             max_new_answers_per_agent=max_answers_per_agent,
             orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens,
             min_agreement=min_agreement).with_stances(stances, words.stances)
+        if from_tool:  # whatever team the call built, within the operator's caps
+            final = (await self.operator_limits()).cap(final)
         if from_tool:  # only tool calls are handed to workers (they resolve it the same way)
             _chosen.set((final, {
                 "models": models, "team": team, "max_answers_per_agent": max_answers_per_agent,
                 "timeout_s": timeout_s, "max_total_tokens": max_total_tokens,
                 "min_agreement": min_agreement, "stances": stances}))
         return final
+
+    async def operator_limits(self) -> RunLimits:
+        """The server's `--max-run-*` caps, tightened by those its `--team` file sets."""
+        if self._operator_limits is None:
+            from massgen_mcp.runs.quota import operator_limits
+
+            self._operator_limits = await operator_limits(
+                self.run_limits, self.default_team, self.env, self.vocabulary)
+        return self._operator_limits
+
+    def admit(self, who: Principal) -> None:
+        """Refuse `who` a new run past the operator's concurrency or spend limits (an
+        `InputError` naming the limit and when it frees up): the tools ask before preparing."""
+        if self.quota is not None:
+            self.quota.admit_on(self.engine, who)
 
     def _call(self, team: Team, call: dict[str, Any]) -> dict[str, Any] | None:
         """The job a worker can run for this call (runs/scale/queue.py), or None when it must run

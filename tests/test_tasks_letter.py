@@ -20,7 +20,7 @@ MODERN = "2026-07-28"
 
 
 def modern(method: str, params: dict[str, Any], declared: bool = True) -> dict[str, Any]:
-    extensions = {"extensions": {EXTENSION_ID: {}}} if declared else {}
+    extensions: dict[str, Any] = {"extensions": {EXTENSION_ID: {}}} if declared else {}
     return {"jsonrpc": "2.0", "id": 7, "method": method, "params": {**params, "_meta": {
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientInfo": {"name": "spec", "version": "0"},
@@ -39,7 +39,8 @@ def error_of(response: httpx.Response) -> dict[str, Any]:
         text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
     body = json.loads(text)
     assert "error" in body, body
-    return body["error"]  # type: ignore[no-any-return]
+    error: dict[str, Any] = body["error"]
+    return error
 
 
 async def test_a_2025_11_25_session_gets_minus_32021_for_tasks(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ def default_auth_file() -> str:
 
 def add_user_options(p: argparse.ArgumentParser, default: Callable[[Any], Any]) -> None:
     """The serve options of users and limits (`default` as `_serve_options` gives it)."""
+    add_limit_options(p, default)
     p.add_argument("--auth-file", default=default(None), metavar="FILE",
                    help="HTTP users, one a line: 'NAME SHA256_OF_TOKEN [admin]' (make lines "
                         "with `massgen-mcp token new NAME`); each user sees only their own "
@@ -33,6 +34,31 @@ def add_user_options(p: argparse.ArgumentParser, default: Callable[[Any], Any]) 
                    metavar="SECONDS",
                    help="close an MCP session with no request in flight for this long "
                         "(default 300)")
+
+
+def add_limit_options(p: argparse.ArgumentParser, default: Callable[[Any], Any]) -> None:
+    """The operator's limits on what tool calls run (runs/quota.py)."""
+    p.add_argument("--max-concurrent-runs", type=int, default=default(32), metavar="N",
+                   help="runs this server executes at once, all users together (default 32)")
+    p.add_argument("--max-runs-per-user", type=int, default=default(8), metavar="N",
+                   help="runs one --auth-file user may have going at once (default 8; "
+                        "admins and the operator's own token are not counted against it)")
+    p.add_argument("--max-daily-usd-per-user", type=float, default=default(None),
+                   metavar="USD", help="estimated spend after which a user's new runs are "
+                                       "refused until 00:00 UTC (shared by every process "
+                                       "on the --store; default: no limit)")
+    p.add_argument("--max-run-calls", type=int, default=default(None), metavar="N",
+                   help="provider calls of any one run a tool call starts (its team's own "
+                        "cap when lower; the --team file's max_provider_calls applies too)")
+    p.add_argument("--max-run-tokens", type=int, default=default(None), metavar="N",
+                   help="tokens of any one run a tool call starts")
+    p.add_argument("--max-run-usd", type=float, default=default(None), metavar="USD",
+                   help="estimated cost of any one run a tool call starts")
+    p.add_argument("--max-run-seconds", type=positive_seconds, default=default(3600.0),
+                   metavar="SECONDS", help="time limit of any one run a tool call starts "
+                                           "(default 3600)")
+    p.add_argument("--max-agents", type=int, default=default(8), metavar="N",
+                   help="agents in any one run a tool call starts (default 8)")
 
 
 def add_token_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

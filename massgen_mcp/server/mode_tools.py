@@ -81,6 +81,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         .massgen/plans/ and returned with a Markdown rendering and the vote."""
         full_context = app.context_for(context, files)
         chosen = await host.team_for(ctx, models=models, team=team)
+        app.admit(asking())
         prepared = app.plan(chosen, goal, depth=depth, constraints=constraints,
                             context=full_context,
                             backend_context=BackendContext(session=ctx.session),
@@ -185,6 +186,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
                 "keys are not set), and sampling would make the calling agent's own model its "
                 "reviewer. Set the provider keys, or start the server with "
                 "--checkpoint-team <team>")
+        app.admit(asking())
         prepared, _ = app.checkpoint(
             chosen, objective=objective, action_goals=action_goals,
             eval_criteria=eval_criteria, workspace_dir=workspace_dir,

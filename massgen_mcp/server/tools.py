@@ -152,6 +152,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         chosen = await host.team_for(ctx, models=models, team=team, timeout_s=timeout_s,
                                      max_answers_per_agent=max_answers_per_agent,
                                      min_agreement=min_agreement, stances=stances)
+        app.admit(asking())
         prepared = app.consensus(chosen, task, context=full_context,
                                  backend_context=BackendContext(session=ctx.session),
                                  owner=asking().name)
