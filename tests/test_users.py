@@ -318,3 +318,23 @@ async def test_viewer_refusals_are_plain_text_and_echo_nothing(tmp_path: Path,
                 assert r.headers["x-content-type-options"] == "nosniff"
                 for part in ("<script>", "<b>", UNKNOWN, "evil.example", "nowhere"):
                     assert part not in r.text, (path, r.text)
+
+
+async def test_idle_sessions_are_closed_and_free_their_users_place(
+        tmp_path: Path, users: tuple[Path, dict[str, str]]) -> None:
+    from massgen_mcp.cli.main import build_parser
+
+    assert build_parser().parse_args([]).session_idle_timeout == 300  # the SDK's is 1800
+    auth, tokens = users
+    as_alice = {**MCP_HEADERS, "authorization": f"Bearer {tokens['alice']}"}
+    with http_server(tmp_path, "--auth-file", str(auth), "--sessions-per-user", "1",
+                     "--session-idle-timeout", "1") as server:
+        async with httpx.AsyncClient() as raw:
+            assert (await raw.post(server.url, json=INIT, headers=as_alice)).status_code == 200
+            with anyio.fail_after(30):
+                while True:  # refused while the first session lives, admitted once it idled out
+                    r = await raw.post(server.url, json=INIT, headers=as_alice)
+                    if r.status_code != 429:
+                        break
+                    await anyio.sleep(0.2)
+            assert r.status_code == 200
