@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.errors import InputError
 from massgen_mcp.runs.owners import Principal
-from massgen_mcp.runs.store_usage import usage_of
 
 if TYPE_CHECKING:
     from massgen_mcp.config.choose import Vocabulary
@@ -138,6 +137,8 @@ def until_midnight() -> str:
 
 
 def cost_of(result: RunResult) -> float:
+    from massgen_mcp.runs.store_usage import usage_of  # run-only (start-up time)
+
     return sum(row.get("cost_usd", 0.0) for row in usage_of(result).values())
 
 
