@@ -57,9 +57,9 @@ def http_app(mcp: MCPServer, transport: str, host: str, users: Users,
         app = mcp.streamable_http_app(transport_security=security, host=host,
                                       stateless_http=stateless,
                                       session_idle_timeout=session_idle_seconds)
-        manager = mcp.session_manager
-        # The open sessions (the SDK forgets idle and closed ones): no public listing yet.
-        live = lambda: set(getattr(manager, "_server_instances", {}))  # noqa: E731
+        from massgen_mcp.server.sdk_adapter import open_sessions
+
+        live = lambda: open_sessions(mcp)  # noqa: E731  (the SDK forgets idle, closed ones)
     return front_door_app(viewer or [], mcp_app=app, names=served_names(host, allowed_hosts),
                           users=users, live_sessions=live,
                           sessions_per_user=sessions_per_user or SESSIONS_PER_USER)
@@ -191,9 +191,10 @@ async def _serve_stdio(mcp: MCPServer, app: App) -> None:
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
+    from massgen_mcp.server.sdk_adapter import lowlevel_server
     from massgen_mcp.server.wire_errors import error_reply
 
-    lowlevel = mcp._lowlevel_server  # run_stdio_async offers no way to watch the stream
+    lowlevel = lowlevel_server(mcp)  # run_stdio_async offers no way to watch the stream
     async with stdio_server() as (read, write):
         tx, rx = anyio.create_memory_object_stream[Any](0)
 
