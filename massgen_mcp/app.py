@@ -22,6 +22,7 @@ from massgen_mcp.errors import InputError
 from massgen_mcp.inputs import join_context, read_context_files
 from massgen_mcp.paths import state_dir
 from massgen_mcp.runs.owners import LOCAL, LOCAL_NAME, Principal
+from massgen_mcp.runs.quota import Quota, caps_of
 
 if TYPE_CHECKING:  # the engine and the team models load at the first run (start-up time)
     from collections.abc import Awaitable, Callable
@@ -34,7 +35,6 @@ if TYPE_CHECKING:  # the engine and the team models load at the first run (start
     from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
     from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
     from massgen_mcp.runs.live import LiveRun
-    from massgen_mcp.runs.quota import Quota, RunLimits
     from massgen_mcp.runs.scale.queue import RunJob
     from massgen_mcp.runs.scale.worker import RunWorker
     from massgen_mcp.runs.store import RunRecords
@@ -62,7 +62,6 @@ class App:
         allow_checkpoint_team_override: bool = False,
         checkpoint_approval: str | None = None,
         store: RunRecords | None = None,
-        run_limits: RunLimits | None = None,
         quota: Quota | None = None,
     ) -> None:
         #: How this caller names its arguments in messages (CLI flags, tool arguments, ...).
@@ -86,11 +85,8 @@ class App:
         self.allow_checkpoint_team_override = allow_checkpoint_team_override
         #: The operator's approval rule for checkpoints (majority | unanimous; None: majority).
         self.checkpoint_approval = checkpoint_approval
-        #: The operator's caps on every run a tool call builds, and on how many run at once
-        #: and what a user spends (runs/quota.py); the --team file's own caps are added.
-        self.run_limits = run_limits
-        self.quota = quota
-        self._operator_limits: RunLimits | None = None
+        #: The operator's limits on tool calls' runs: size, how many, spend (runs/quota.py).
+        self.quota = quota or Quota()
 
     @property
     def engine(self) -> Engine:
@@ -104,8 +100,7 @@ class App:
                 self._engine.pool.standbys.size = self._cli_standbys
             for reason in self._shut_down:
                 self._engine.shut_down(reason)
-            if self.quota is not None:  # counts what each user's runs spend
-                self.quota.watch(self._engine, self._state)
+            self.quota.watch(self._engine, self._state)  # what each user's runs spend
         return self._engine
 
     @property
@@ -129,6 +124,8 @@ class App:
         max_answers_per_agent: int | None = None,
         timeout_s: float | None = None,
         max_total_tokens: int | None = None,
+        max_provider_calls: int | None = None,
+        max_cost_usd: float | None = None,
         min_agreement: float | None = None,
         stances: list[str] | None = None,
         from_tool: bool = False,
@@ -164,30 +161,18 @@ class App:
         final = chosen.with_overrides(
             max_new_answers_per_agent=max_answers_per_agent,
             orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens,
+            max_provider_calls=max_provider_calls, max_cost_usd=max_cost_usd,
             min_agreement=min_agreement).with_stances(stances, words.stances)
-        if from_tool:  # whatever team the call built, within the operator's caps
-            final = (await self.operator_limits()).cap(final)
-        if from_tool:  # only tool calls are handed to workers (they resolve it the same way)
-            _chosen.set((final, {
-                "models": models, "team": team, "max_answers_per_agent": max_answers_per_agent,
-                "timeout_s": timeout_s, "max_total_tokens": max_total_tokens,
-                "min_agreement": min_agreement, "stances": stances}))
+        if from_tool:  # within the operator's caps, which a queued job carries to its worker
+            caps = await self.quota.caps(self.default_team, self.env, words)
+            final = caps.cap(final)
+            _chosen.set((final, {"models": models, "team": team, "min_agreement": min_agreement,
+                                 "stances": stances, **caps_of(final)}))
         return final
 
-    async def operator_limits(self) -> RunLimits:
-        """The server's `--max-run-*` caps, tightened by those its `--team` file sets."""
-        if self._operator_limits is None:
-            from massgen_mcp.runs.quota import operator_limits
-
-            self._operator_limits = await operator_limits(
-                self.run_limits, self.default_team, self.env, self.vocabulary)
-        return self._operator_limits
-
     def admit(self, who: Principal) -> None:
-        """Refuse `who` a new run past the operator's concurrency or spend limits (an
-        `InputError` naming the limit and when it frees up): the tools ask before preparing."""
-        if self.quota is not None:
-            self.quota.admit_on(self.engine, who)
+        """Refuse `who` a new run past the operator's limits on runs at once or spend."""
+        self.quota.admit_on(self.engine, who)
 
     def _call(self, team: Team, call: dict[str, Any]) -> dict[str, Any] | None:
         """The job a worker can run for this call (runs/scale/queue.py), or None when it must run
@@ -256,8 +241,7 @@ class App:
                   backend_context: BackendContext | None = None,
                   run_id: str | None = None, owner: str = LOCAL_NAME) -> PreparedRun:
         """A plain consensus run: free-text answers, the winner presents the final answer.
-        `run_id`: a worker executing the run a front end prepared (its record exists).
-        `owner`: the user starting it (runs/owners.py)."""
+        `run_id`: a worker executing the run a front end prepared (its record exists)."""
         from massgen_mcp.modes.consensus.run import prepare_consensus
 
         prepared = prepare_consensus(self.engine, team, task, context=context,
@@ -287,9 +271,8 @@ class App:
     def checkpoint(self, team: Team, *, objective: str, action_goals: list[Any] | None = None,
                    eval_criteria: list[str] | str | None = None,
                    workspace_dir: str | None = None, listener: Listener | None = None,
-                   backend_context: BackendContext | None = None,
-                   hold_irreversible: bool = False, owner: str = LOCAL_NAME
-                   ) -> tuple[PreparedRun, Path]:
+                   backend_context: BackendContext | None = None, hold_irreversible: bool = False,
+                   owner: str = LOCAL_NAME) -> tuple[PreparedRun, Path]:
         """A checkpoint review run and its audit directory; its `outcome` is the
         `CheckpointResult`. `hold_irreversible`: a plan with irreversible steps is recorded
         but not activated (the caller asks a person first)."""
@@ -311,11 +294,9 @@ class App:
 
     # ------------------------------------------------------------------ runs
 
-    # Every reader takes `who`: another user's run reads as one that does not exist
-    # (runs/owners.py). The default is the operator (stdio, the CLI, the Python API).
-
     def get_run(self, run_id: str, who: Principal = LOCAL) -> RunResult:
-        """A run as it stands: live in this process, else from its record."""
+        """A run as it stands: live in this process, else from its record. Another user's
+        run reads as unknown (runs/owners.py); the default `who` is the operator."""
         return self.engine.get(self.engine.visible(run_id, who))
 
     def list_runs(self, limit: int = 20, who: Principal = LOCAL) -> list[RunResult]:
@@ -326,13 +307,9 @@ class App:
         """A run's coordination events, in order."""
         return self.engine.store.events(self.engine.visible(run_id, who))
 
-    def visible(self, run_id: str, who: Principal) -> str:
-        """`run_id` when `who` may see the run; else the error an unknown id gets."""
-        return self.engine.visible(run_id, who)
-
-    def run_owner(self, run_id: str) -> str:
-        """Who started the run."""
-        return self.engine.owner(run_id)
+    def run_owner(self, run_id: str, who: Principal = LOCAL) -> str:
+        """Who started the run (one `who` may not see: the error an unknown id gets)."""
+        return self.engine.owner(self.engine.visible(run_id, who))
 
     async def cancel_run(self, run_id: str, who: Principal = LOCAL) -> tuple[bool, str]:
         """Stop a live run and wait (bounded) for its record: whether a stop was requested,

@@ -20,7 +20,7 @@ from test_users import new_token
 
 from massgen_mcp.app import App
 from massgen_mcp.config.env import Environment
-from massgen_mcp.runs.quota import RunLimits
+from massgen_mcp.runs.quota import Quota, RunLimits
 
 
 @asynccontextmanager
@@ -61,7 +61,7 @@ async def test_a_call_gets_at_most_the_operators_agents_answers_and_time(
                           max_new_answers_per_agent=2, orchestrator_timeout_seconds=600)
     env = Environment({"OLLAMA_BASE_URL": provider.openai_base_url}, dotenv_dir=tmp_path)
     app = App(tmp_path / ".massgen", default_team=str(operator), env=env, cwd=tmp_path,
-              run_limits=RunLimits(max_agents=3, timeout_s=3600))
+              quota=Quota(run=RunLimits(max_agents=3, timeout_s=3600)))
     team = await app.team_for(models="ollama/m1,ollama/m2", max_answers_per_agent=20,
                               timeout_s=86400, from_tool=True)
     assert team.orchestrator.max_new_answers_per_agent == 2
@@ -122,3 +122,28 @@ async def test_a_users_daily_spend_is_capped_on_the_shared_counters(
         async with as_user(again, alice) as a, as_user(again, bob) as b:
             assert "daily limit" in refusal(await a.call_tool("run_consensus", {"task": "3"}))
             assert not (await b.call_tool("run_consensus", {"task": "mine"})).is_error
+
+
+def test_a_worker_keeps_the_front_ends_caps(provider: ScriptedProvider, tmp_path: Path,
+                                            redis_url: str) -> None:
+    """A queued call carries the caps its front end applied: the worker, started without
+    them, resolves the team again and still stops at the front end's three calls."""
+    import anyio
+    from test_workers import worker
+
+    for model in ("w-a", "w-b"):
+        provider.script(model, answer_then_vote(f"answer {model}", final="FINAL"))
+    team = write_team(tmp_path / "team.yaml", provider,
+                      [("a", "openai", "w-a"), ("b", "openai", "w-b")])
+
+    async def call(server: RunningServer) -> dict[str, Any]:
+        async with as_user(server) as c:
+            r = await c.call_tool("run_consensus", {"task": "Which queue?"})
+            return dict(r.structured_content or {})
+
+    with worker(tmp_path, redis_url, team), \
+            http_server(tmp_path, "--store", redis_url, "--team", str(team),
+                        "--max-run-calls", "3") as server:
+        data = anyio.run(call, server)
+    assert data["status"] == "budget_exceeded", data
+    assert len(provider.requests) <= 3  # uncapped: 2 answers, 2 votes and the final

@@ -43,6 +43,7 @@ TEAM_KEYS = {"max_provider_calls": "max_provider_calls", "max_total_tokens": "ma
              "orchestrator_timeout_seconds": "timeout_s"}
 SPEND_KEY = "massgen:spend:"  # + YYYY-MM-DD: a hash user -> USD (Redis)
 SPEND_DAYS_KEPT = 8 * 86400  # a day's Redis hash expires a week after
+MAX_JOB_SECONDS = 7 * 86400  # the longest time limit a queued job carries (queue.py)
 
 
 @dataclass(frozen=True)
@@ -93,19 +94,29 @@ class RunLimits:
         return team.with_overrides(**lower)
 
 
-def limits_from_options(options: Any) -> tuple[RunLimits, Quota]:
+def caps_of(team: Team) -> dict[str, Any]:
+    """A capped team's per-run limits as `App.team_for` arguments (a queued job carries
+    them, so the worker runs within the front end's caps, not only its own)."""
+    orch = team.orchestrator
+    timeout = orch.orchestrator_timeout_seconds
+    return {"max_answers_per_agent": orch.max_new_answers_per_agent,
+            "timeout_s": timeout if timeout <= MAX_JOB_SECONDS else None,
+            "max_total_tokens": orch.max_total_tokens,
+            "max_provider_calls": orch.max_provider_calls, "max_cost_usd": orch.max_cost_usd}
+
+
+def limits_from_options(options: Any) -> Quota:
     """The caps and quota the server's options ask for (`--max-run-*`, `--max-agents`,
     `--max-concurrent-runs`, `--max-runs-per-user`, `--max-daily-usd-per-user`)."""
     def get(name: str) -> Any:
         return getattr(options, name, None)
 
-    limits = RunLimits(max_provider_calls=get("max_run_calls"),
-                       max_total_tokens=get("max_run_tokens"), max_cost_usd=get("max_run_usd"),
-                       timeout_s=get("max_run_seconds"), max_agents=get("max_agents"))
-    quota = Quota(max_concurrent_runs=get("max_concurrent_runs"),
-                  max_runs_per_user=get("max_runs_per_user"),
-                  max_daily_usd_per_user=get("max_daily_usd_per_user"))
-    return limits, quota
+    run = RunLimits(max_provider_calls=get("max_run_calls"),
+                    max_total_tokens=get("max_run_tokens"), max_cost_usd=get("max_run_usd"),
+                    timeout_s=get("max_run_seconds"), max_agents=get("max_agents"))
+    return Quota(max_concurrent_runs=get("max_concurrent_runs"),
+                 max_runs_per_user=get("max_runs_per_user"),
+                 max_daily_usd_per_user=get("max_daily_usd_per_user"), run=run)
 
 
 async def operator_limits(base: RunLimits | None, team: str | None, env: Environment,
@@ -204,7 +215,18 @@ class Quota:
     max_concurrent_runs: int | None = None
     max_runs_per_user: int | None = None
     max_daily_usd_per_user: float | None = None
+    #: The server's own per-run caps (`--max-run-*`, `--max-agents`).
+    run: RunLimits = dataclasses.field(default_factory=RunLimits)
     spend: SpendCounter | None = None
+    _caps: RunLimits | None = None
+
+    async def caps(self, team: str | None, env: Environment, vocabulary: Vocabulary
+                   ) -> RunLimits:
+        """The per-run caps of tool calls: `run` tightened by those the operator's `--team`
+        file sets (resolved once)."""
+        if self._caps is None:
+            self._caps = await operator_limits(self.run, team, env, vocabulary)
+        return self._caps
 
     def watch(self, engine: Engine, state: Path) -> None:
         """Count every run `engine` finishes toward its owner's daily spend."""

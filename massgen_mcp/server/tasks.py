@@ -294,7 +294,7 @@ class TasksExtension(Extension):
         unknown id is (its run would be hidden from them: runs/owners.py)."""
         found = self._lookup(task_id)
         try:
-            self.host.app.visible(found[1], asking())
+            self.host.app.run_owner(found[1], asking())
         except MassgenError:
             raise _not_found() from None
         return found

@@ -131,14 +131,14 @@ def serve(args: argparse.Namespace) -> int:
             return 2
     from massgen_mcp.runs.quota import limits_from_options
 
-    limits = limits_from_options(args)
+    quota = limits_from_options(args)
     app = App(state, default_team=args.team, store=store,
               checkpoint_team=args.checkpoint_team, team_policy=policy,
               allow_secret_files=args.allow_secret_files,
               allow_cli_agents=args.allow_cli_agents,
               allow_checkpoint_team_override=args.allow_checkpoint_team_override,
               checkpoint_approval=args.checkpoint_approval,
-              run_limits=limits[0], quota=limits[1])
+              quota=quota)
     app.keep_cli_standbys(args.cli_standbys)
     if getattr(args, "store", None) and not getattr(args, "run_here", False):
         from massgen_mcp.runs.scale.redis_store import RedisStore
