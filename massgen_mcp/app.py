@@ -21,6 +21,8 @@ from massgen_mcp.config.trust import TeamPolicy
 from massgen_mcp.errors import InputError
 from massgen_mcp.inputs import join_context, read_context_files
 from massgen_mcp.paths import state_dir
+from massgen_mcp.runs.owners import LOCAL, LOCAL_NAME, Principal
+from massgen_mcp.runs.quota import Quota, caps_of
 
 if TYPE_CHECKING:  # the engine and the team models load at the first run (start-up time)
     from collections.abc import Awaitable, Callable
@@ -60,6 +62,7 @@ class App:
         allow_checkpoint_team_override: bool = False,
         checkpoint_approval: str | None = None,
         store: RunRecords | None = None,
+        quota: Quota | None = None,
     ) -> None:
         #: How this caller names its arguments in messages (CLI flags, tool arguments, ...).
         self.vocabulary = vocabulary
@@ -85,6 +88,8 @@ class App:
         self.allow_checkpoint_team_override = allow_checkpoint_team_override
         #: The operator's approval rule for checkpoints (majority | unanimous; None: majority).
         self.checkpoint_approval = checkpoint_approval
+        #: The operator's limits on tool calls' runs: size, how many, spend (runs/quota.py).
+        self.quota = quota or Quota()
 
     @property
     def engine(self) -> Engine:
@@ -98,6 +103,7 @@ class App:
                 self._engine.pool.standbys.size = self._cli_standbys
             for reason in self._shut_down:
                 self._engine.shut_down(reason)
+            self.quota.watch(self._engine, self._state)  # what each user's runs spend
         return self._engine
 
     @property
@@ -121,6 +127,8 @@ class App:
         max_answers_per_agent: int | None = None,
         timeout_s: float | None = None,
         max_total_tokens: int | None = None,
+        max_provider_calls: int | None = None,
+        max_cost_usd: float | None = None,
         min_agreement: float | None = None,
         stances: list[str] | None = None,
         from_tool: bool = False,
@@ -156,13 +164,18 @@ class App:
         final = chosen.with_overrides(
             max_new_answers_per_agent=max_answers_per_agent,
             orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens,
+            max_provider_calls=max_provider_calls, max_cost_usd=max_cost_usd,
             min_agreement=min_agreement).with_stances(stances, words.stances)
-        if from_tool:  # only tool calls are handed to workers (they resolve it the same way)
-            _chosen.set((final, {
-                "models": models, "team": team, "max_answers_per_agent": max_answers_per_agent,
-                "timeout_s": timeout_s, "max_total_tokens": max_total_tokens,
-                "min_agreement": min_agreement, "stances": stances}))
+        if from_tool:  # within the operator's caps, which a queued job carries to its worker
+            caps = await self.quota.caps(self.default_team, self.env, words)
+            final = caps.cap(final)
+            _chosen.set((final, {"models": models, "team": team, "min_agreement": min_agreement,
+                                 "stances": stances, **caps_of(final)}))
         return final
+
+    def admit(self, who: Principal) -> None:
+        """Refuse `who` a new run past the operator's limits on runs at once or spend."""
+        self.quota.admit_on(self.engine, who)
 
     def _call(self, team: Team, call: dict[str, Any]) -> dict[str, Any] | None:
         """The job a worker can run for this call (runs/scale/queue.py), or None when it must run
@@ -229,14 +242,14 @@ class App:
     def consensus(self, team: Team, task: str, *, context: str | None = None,
                   listener: Listener | None = None,
                   backend_context: BackendContext | None = None,
-                  run_id: str | None = None) -> PreparedRun:
+                  run_id: str | None = None, owner: str = LOCAL_NAME) -> PreparedRun:
         """A plain consensus run: free-text answers, the winner presents the final answer.
         `run_id`: a worker executing the run a front end prepared (its record exists)."""
         from massgen_mcp.modes.consensus.run import prepare_consensus
 
         prepared = prepare_consensus(self.engine, team, task, context=context,
                                      listener=listener, backend_context=backend_context,
-                                     run_id=run_id)
+                                     run_id=run_id, owner=owner)
         prepared.call = self._call(team, {"mode": "consensus", "task": prepared.task,
                                           "context": prepared.context})
         return prepared
@@ -245,14 +258,14 @@ class App:
              constraints: list[str] | str | None = None, context: str | None = None,
              listener: Listener | None = None,
              backend_context: BackendContext | None = None,
-             run_id: str | None = None) -> PreparedRun:
+             run_id: str | None = None, owner: str = LOCAL_NAME) -> PreparedRun:
         """A plan run; its `outcome` is the stored `PlanResult` (stored by whoever waits for
         the run: the front end, when a worker runs it). `run_id`: as for `consensus`."""
         from massgen_mcp.modes.planning.run import prepare_plan
 
         prepared = prepare_plan(self.engine, team, goal, depth=depth, constraints=constraints,
                                 context=context, listener=listener,
-                                backend_context=backend_context, run_id=run_id)
+                                backend_context=backend_context, run_id=run_id, owner=owner)
         prepared.call = self._call(team, {"mode": "plan", "goal": goal, "depth": depth,
                                           "constraints": constraints,
                                           "context": prepared.context})
@@ -261,8 +274,8 @@ class App:
     def checkpoint(self, team: Team, *, objective: str, action_goals: list[Any] | None = None,
                    eval_criteria: list[str] | str | None = None,
                    workspace_dir: str | None = None, listener: Listener | None = None,
-                   backend_context: BackendContext | None = None,
-                   hold_irreversible: bool = False) -> tuple[PreparedRun, Path]:
+                   backend_context: BackendContext | None = None, hold_irreversible: bool = False,
+                   owner: str = LOCAL_NAME) -> tuple[PreparedRun, Path]:
         """A checkpoint review run and its audit directory; its `outcome` is the
         `CheckpointResult`. `hold_irreversible`: a plan with irreversible steps is recorded
         but not activated (the caller asks a person first)."""
@@ -273,7 +286,7 @@ class App:
                                   workspace_dir=workspace_dir,
                                   approval=self.checkpoint_approval, listener=listener,
                                   backend_context=backend_context,
-                                  hold_irreversible=hold_irreversible)
+                                  hold_irreversible=hold_irreversible, owner=owner)
 
     def checkpoint_person_answered(self, out: CheckpointResult, verdict: str
                                    ) -> CheckpointResult:
@@ -284,26 +297,31 @@ class App:
 
     # ------------------------------------------------------------------ runs
 
-    def get_run(self, run_id: str) -> RunResult:
-        """A run as it stands: live in this process, else from its record."""
-        return self.engine.get(run_id)
+    def get_run(self, run_id: str, who: Principal = LOCAL) -> RunResult:
+        """A run as it stands: live in this process, else from its record. Another user's
+        run reads as unknown (runs/owners.py); the default `who` is the operator."""
+        return self.engine.get(self.engine.visible(run_id, who))
 
-    def list_runs(self, limit: int = 20) -> list[RunResult]:
-        """Recent runs, newest first."""
-        return self.engine.list(limit)
+    def list_runs(self, limit: int = 20, who: Principal = LOCAL) -> list[RunResult]:
+        """Recent runs `who` may see, newest first."""
+        return self.engine.list(limit, who)
 
-    def run_events(self, run_id: str) -> list[dict[str, Any]]:
+    def run_events(self, run_id: str, who: Principal = LOCAL) -> list[dict[str, Any]]:
         """A run's coordination events, in order."""
-        return self.engine.store.events(run_id)
+        return self.engine.store.events(self.engine.visible(run_id, who))
 
-    async def cancel_run(self, run_id: str) -> tuple[bool, str]:
+    def run_owner(self, run_id: str, who: Principal = LOCAL) -> str:
+        """Who started the run (one `who` may not see: the error an unknown id gets)."""
+        return self.engine.owner(self.engine.visible(run_id, who))
+
+    async def cancel_run(self, run_id: str, who: Principal = LOCAL) -> tuple[bool, str]:
         """Stop a live run and wait (bounded) for its record: whether a stop was requested,
         and the run's status now."""
-        return await self.engine.cancel_and_wait(run_id)
+        return await self.engine.cancel_and_wait(self.engine.visible(run_id, who))
 
-    def live_run(self, run_id: str) -> LiveRun | None:
+    def live_run(self, run_id: str, who: Principal = LOCAL) -> LiveRun | None:
         """The run if it is live in this process (the viewer streams it from here)."""
-        return self.engine.live_run(run_id)
+        return self.engine.live_run(self.engine.visible(run_id, who))
 
     # ------------------------------------------------------------------ workers
 

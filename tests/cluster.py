@@ -388,7 +388,7 @@ class Cluster(AbstractContextManager["Cluster"]):
         """(Re)start a replica on its own port, so haproxy's config still names it."""
         cmd = [EXE, "--transport", "streamable-http", "--port", str(replica.port),
                *(["--stateless-http"] if self.stateless else []), *self._store_args(),
-               "--team", str(self.team),
+               "--team", str(self.team), "--no-token",  # loopback, behind haproxy
                *self.replica_args]
         replica.proc = Proc(replica.name, cmd, replica.dir, "listening on")
         return replica.proc

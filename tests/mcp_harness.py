@@ -24,6 +24,7 @@ from scripted_provider import ScriptedProvider
 from massgen_mcp.app import App
 from massgen_mcp.config.env import Environment
 from massgen_mcp.server import build_server
+from massgen_mcp.urls import is_loopback_host
 
 EXE = shutil.which("massgen-mcp") or str(Path(sys.executable).parent / "massgen-mcp")
 
@@ -104,9 +105,16 @@ def started(cmd: list[str], cwd: Path, env: dict[str, str] | None, ready_when: s
 
 @contextmanager
 def http_server(cwd: Path, *args: str, transport: str = "streamable-http",
-                env: dict[str, str] | None = None, timeout: float = 30.0
+                env: dict[str, str] | None = None, timeout: float = 30.0, auth: bool = False
                 ) -> Iterator[RunningServer]:
-    """Run `massgen-mcp --transport ...` and yield once it prints that it is listening."""
+    """Run `massgen-mcp --transport ...` and yield once it prints that it is listening.
+    Without a credential of its own (`--token`, `--auth-file`, `MASSGEN_MCP_TOKEN`) on
+    loopback it is started `--no-token`, or `auth=True` to keep the generated token."""
+    credentials = {"--token", "--auth-file", "--no-token"}
+    host = args[args.index("--host") + 1] if "--host" in args else "127.0.0.1"
+    if not (auth or credentials & set(args) or "MASSGEN_MCP_TOKEN" in (env or {})
+            or not is_loopback_host(host)):
+        args = (*args, "--no-token")
     cmd = [EXE, "--transport", transport, "--port", str(free_port()), *args]
     with started(cmd, cwd, env, "listening on", "server", timeout) as (proc, lines, line):
         url = line.split("listening on ", 1)[1].split(" ", 1)[0]

@@ -12,7 +12,7 @@ from massgen_mcp.server import sdk_adapter
 
 PACKAGE = Path(sdk_adapter.__file__).resolve().parent.parent
 PRIVATE_SDK_NAMES = {"_tool_manager", "_resource_manager", "_prompt_manager",
-                     "_lowlevel_server", "_resources", "_templates"}
+                     "_lowlevel_server", "_resources", "_templates", "_server_instances"}
 
 
 def test_the_installed_sdk_offers_what_the_adapter_relies_on() -> None:

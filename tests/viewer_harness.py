@@ -41,8 +41,10 @@ async def browser_fixture() -> AsyncIterator[Any]:
 
 @contextmanager
 def viewer(state: Path, *args: str) -> Iterator[str]:
-    """`massgen-mcp view --no-open` on a free port; yields the URL it prints."""
-    proc = subprocess.Popen([EXE, "view", "--no-open", "--state-dir", str(state), *args],
+    """`massgen-mcp view --no-open --no-token` on a free port; yields the URL it prints
+    (test_users.py checks the token `view` asks for by default)."""
+    proc = subprocess.Popen([EXE, "view", "--no-open", "--no-token", "--state-dir", str(state),
+                             *args],
                             env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines: queue.Queue[str | None] = queue.Queue()

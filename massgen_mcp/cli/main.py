@@ -122,6 +122,9 @@ def _serve_options(p: argparse.ArgumentParser, suppress: bool = False) -> None:
                         "ends interrupted, saying to start `massgen-mcp worker` (default 300)")
     p.add_argument("--log-level", default=default("WARNING"),
                    help="stderr log level (default WARNING)")
+    from massgen_mcp.cli.users import add_user_options
+
+    add_user_options(p, default)
 
 
 def _team_options(p: argparse.ArgumentParser) -> None:
@@ -250,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     from massgen_mcp.cli.worker import add_worker_parser
 
     add_worker_parser(sub)
+    from massgen_mcp.cli.users import add_token_parser
+
+    add_token_parser(sub)
     return parser
 
 
@@ -327,6 +333,10 @@ def main(argv: list[str] | None = None) -> int:
             from massgen_mcp.cli.worker import worker_main
 
             return worker_main(args)
+        if command == "token":
+            from massgen_mcp.cli.users import token_main
+
+            return token_main(args)
     except KeyboardInterrupt:
         return 130
     return EXIT_USAGE

@@ -29,6 +29,10 @@ def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     view.add_argument("--state-dir", default=None, help="where the runs are (default: "
                                                         "$MASSGEN_MCP_HOME or ./.massgen)")
     view.add_argument("--store", default=store_from_env(), metavar="URL", help=STORE_HELP)
+    view.add_argument("--no-token", action="store_true",
+                      help="serve without a token (by default the page asks for the state "
+                           "directory's http-token, as the HTTP server does; the browser "
+                           "opened here signs in with it)")
     report = sub.add_parser("report", help="write one run as a self-contained HTML file",
                             description="Write a run as one HTML file with no scripts and no "
                                         "network fetches, to share or attach to a pull request.")
@@ -99,12 +103,17 @@ def view_main(args: argparse.Namespace) -> int:
     import uvicorn
 
     from massgen_mcp.errors import MassgenError
-    from massgen_mcp.runs.view.web import viewer_app
+    from massgen_mcp.runs.view.web import viewer_routes
+    from massgen_mcp.server.front_door import front_door_app
+    from massgen_mcp.server.users import TOKEN_FILE, Users, loopback_token
+    from massgen_mcp.urls import LOOPBACK_NAMES
 
     try:
         store = open_records(args)
         run_id = resolve_run(store, args.run_id)
-    except MassgenError as e:
+        state = state_dir(args.state_dir)
+        token = None if args.no_token else loopback_token(state)[0]
+    except (MassgenError, OSError) as e:
         print(f"massgen-mcp view: {e}", file=sys.stderr)
         return 1
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -117,7 +126,9 @@ def view_main(args: argparse.Namespace) -> int:
         return 1
     port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}/runs" + (f"/{run_id}" if run_id else "")
-    config = uvicorn.Config(viewer_app(store), log_level="warning", lifespan="off",
+    users = Users.of(token) if token else Users.anyone()
+    app = front_door_app(viewer_routes(store), names=LOOPBACK_NAMES, users=users)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off",
                             timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)
 
@@ -127,12 +138,16 @@ def view_main(args: argparse.Namespace) -> int:
             while not server.started:
                 await anyio.sleep(0.02)
             # Printed once the socket accepts connections: scripts and tests wait for this.
+            if token:
+                print(f"massgen-mcp view: the page asks for the token in "
+                      f"{state / TOKEN_FILE}: open {url}?token=<it> once (the browser opened "
+                      "here is signed in already)", file=sys.stderr, flush=True)
             print(f"massgen-mcp view: serving {store.location} at {url} (Ctrl-C to stop)",
                   file=sys.stderr, flush=True)
             if not args.no_open:
                 import webbrowser
 
-                webbrowser.open(url)
+                webbrowser.open(f"{url}?token={token}" if token else url)
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)

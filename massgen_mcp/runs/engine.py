@@ -28,10 +28,14 @@ from massgen_mcp.paths import state_dir
 from massgen_mcp.redaction import Redactor, configured_secrets, install_log_redaction
 from massgen_mcp.runs.executor import Executor
 from massgen_mcp.runs.live import Listener, LiveRun
+from massgen_mcp.runs.owners import LOCAL, LOCAL_NAME, Principal, hidden, owner_in
 from massgen_mcp.runs.pool import BackendPool
 from massgen_mcp.runs.store import RunRecords, RunStore, check_run_id, new_run_id
 
 log = logging.getLogger(__name__)
+
+#: Run owners kept in memory (a run's owner never changes; this only bounds the table).
+OWNERS_KEPT = 10_000
 
 __all__ = ["Engine", "Listener", "PreparedRun"]
 
@@ -95,15 +99,18 @@ class Engine:
         #: Set on a front end that hands runs to workers (`--store redis://`,
         #: runs/scale/dispatch.py).
         self.dispatcher: Dispatch | None = None
+        self._owners: dict[str, str] = {}  # run id -> owner: written once, never changes
 
     # ------------------------------------------------------------------ running
 
     def prepare(self, team: Team, task: str, *, mode: str = "consensus",
-                title: str | None = None, run_id: str | None = None) -> LiveRun:
+                title: str | None = None, run_id: str | None = None,
+                owner: str = LOCAL_NAME) -> LiveRun:
         """Create the run id and record, so callers can return the id before the run starts.
         `title`: the user's own words when `task` is a prompt built from them (a plan's goal,
         a checkpoint's objective); pages and reports show it. `run_id`: a worker executing
-        a run a front end prepared attaches to that record instead (`RunRecords.attach`)."""
+        a run a front end prepared attaches to that record instead (`RunRecords.attach`).
+        `owner`: the user who started it (runs/owners.py)."""
         redactor = Redactor(configured_secrets(team, self.env))
         install_log_redaction(redactor.secrets)  # the team file's own keys, in debug logs too
         if run_id is not None:
@@ -115,6 +122,7 @@ class Engine:
         run_id = new_run_id()
         meta: dict[str, Any] = {
             "task": task, "team": team.name, "source": team.source, "mode": mode,
+            "owner": owner,
             "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
                        for a in team.agents]}
         if title and title.strip():
@@ -140,13 +148,14 @@ class Engine:
         listener: Listener | None = None,
         title: str | None = None,
         run_id: str | None = None,
+        owner: str = LOCAL_NAME,
     ) -> PreparedRun:
         """A run with its id and record, ready to `start()` (`run_id`: see `prepare`)."""
         if not isinstance(task, str) or not task.strip():
             raise InputError("the task is empty: say what the team should answer or decide")
         # Bounded, and without the configured keys, before anything reaches a provider.
         task, context = screen_inputs(task, context, configured_secrets(team, self.env))
-        live = self.prepare(team, task, mode=mode, title=title, run_id=run_id)
+        live = self.prepare(team, task, mode=mode, title=title, run_id=run_id, owner=owner)
         if listener is not None:
             live.listeners.append(listener)
         return PreparedRun(self, live, team, task, context, answer_format, backend_context)
@@ -233,13 +242,41 @@ class Engine:
                 return snap
         return self.store.load(run_id)
 
-    def list(self, limit: int = 20) -> list[RunResult]:
+    def owner(self, run_id: str) -> str:
+        """Who started the run (from its meta; kept once read: it never changes)."""
+        owner = self._owners.get(run_id)
+        if owner is None:
+            owner = owner_in(self.store.meta(run_id))
+            if len(self._owners) >= OWNERS_KEPT:
+                self._owners.clear()
+            self._owners[run_id] = owner
+        return owner
+
+    def visible(self, run_id: str, who: Principal) -> str:
+        """`run_id` when `who` may see the run; else the very error an unknown id gets."""
+        run_id = check_run_id(run_id)
+        if who.admin:
+            return run_id
+        try:
+            owner = self.owner(run_id)
+        except MassgenError:
+            raise hidden(run_id, self.store.location) from None
+        if not who.may_see(owner):
+            raise hidden(run_id, self.store.location)
+        return run_id
+
+    def list(self, limit: int = 20, who: Principal = LOCAL) -> list[RunResult]:
         out = []
         for run_id in self.store.ids():
             try:
-                out.append(self.get(run_id))
-            except (RunNotFoundError, ValueError) as e:
-                log.warning("skipping run %s: %s", run_id, e)
+                out.append(self.get(self.visible(run_id, who)))
+            except RunNotFoundError as e:
+                if who.admin:
+                    log.warning("skipping run %r: %s", str(run_id)[:80], e)
+            except (MassgenError, ValueError) as e:
+                # One unreadable record (or a malformed id in a shared index) must not
+                # take the whole list down.
+                log.warning("skipping run %r: %s", str(run_id)[:80], e)
             if len(out) >= limit:
                 break
         return out

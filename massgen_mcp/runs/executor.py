@@ -22,7 +22,7 @@ from massgen_mcp.coordination.limits import output_cap
 from massgen_mcp.coordination.orchestrator import Orchestrator
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
-from massgen_mcp.runs.live import LiveRun
+from massgen_mcp.runs.live import LiveRun, notify
 from massgen_mcp.runs.pool import BackendPool
 from massgen_mcp.runs.workspace import workspaces_for
 
@@ -44,6 +44,8 @@ class Executor:
         self.live = live
         self.shutting_down = False  # set by the server on exit: live runs become interrupted
         self.stop_reason = "the server stopped while the run was live"
+        #: Told of every run that ends in this process (e.g. per-user spend: runs/quota.py).
+        self.finished: list[Callable[[LiveRun, RunResult], None]] = []
 
     def stop_status(self) -> Any:
         """How a run stopped from outside ends: cancelled, or interrupted by a shutdown."""
@@ -209,5 +211,6 @@ class Executor:
         except OSError:
             log.exception("writing the record of run %s failed", live.run_id)
         finally:
+            notify(self.finished, live, result, what="a finished-run hook")
             live.done.set()
             self.live.pop(live.run_id, None)  # from now on it is served from its files

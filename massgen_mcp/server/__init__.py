@@ -9,7 +9,9 @@
     tasks.py       MCP Tasks (io.modelcontextprotocol/tasks): long calls answered with a task
     apps.py        the run viewer as an MCP App (io.modelcontextprotocol/ui)
     mode_tools.py  plan and checkpoint tools
-    transports.py  stdio, streamable HTTP, SSE; bearer token, Host/Origin checks, signals
+    transports.py  stdio, streamable HTTP, SSE; signals
+    front_door.py  the one HTTP front door: Host/Origin, who the token is, the viewer mounted
+    users.py       --auth-file, tokens, and who sent each MCP request
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from massgen_mcp.app import App
 from massgen_mcp.server import catalog
 from massgen_mcp.server.host import ToolHost
 from massgen_mcp.server.resources import register_index, register_prompts, register_run_resources
+from massgen_mcp.server.users import WhoAsks
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -78,14 +81,16 @@ def build_server(app: App, *, tasks: bool = True, catalog_tools: bool = True
     (server/catalog.py) and built when one is first needed; `catalog_tools=False` (or a
     catalog that does not fit the installed SDK) builds them now."""
     from massgen_mcp.server.apps import apps_extension
-    from massgen_mcp.server.tasks import TasksExtension
+    from massgen_mcp.server.tasks import ListenGuard, TasksExtension
 
     host = ToolHost(app)
     mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
                   version=__version__, instructions=INSTRUCTIONS,
                   website_url="https://github.com/massgen-mcp/massgen-mcp",
                   extensions=[*([TasksExtension(host, render=_render)] if tasks else []),
-                              apps_extension()])
+                              apps_extension()],
+                  # each request runs as its sender (server/users.py)
+                  middleware=[WhoAsks(), *([ListenGuard()] if tasks else [])])
     listed = catalog.load() if catalog_tools else None
     if listed is None or not catalog.defer(
             mcp, listed, tools=lambda: register_tools(mcp, host),

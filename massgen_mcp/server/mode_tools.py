@@ -16,6 +16,7 @@ from massgen_mcp.modes.planning.run import PlanResult
 from massgen_mcp.modes.planning.schema import Depth
 from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
 from massgen_mcp.server.host import ToolHost, tool_errors
+from massgen_mcp.server.users import asking
 
 
 class PlanList(BaseModel):
@@ -100,9 +101,11 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         .massgen/plans/ and returned with a Markdown rendering and the vote."""
         full_context = app.context_for(context, files)
         chosen = await host.team_for(ctx, models=models, team=team)
+        app.admit(asking())
         prepared = app.plan(chosen, goal, depth=depth, constraints=constraints,
                             context=full_context,
-                            backend_context=BackendContext(session=ctx.session))
+                            backend_context=BackendContext(session=ctx.session),
+                            owner=asking().name)
         result = await host.run(prepared, ctx, wait)
         if not wait:
             out = PlanResult(plan_id=None, status="running", goal=goal, depth=depth,
@@ -211,11 +214,12 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
                 "keys are not set), and sampling would make the calling agent's own model its "
                 "reviewer. Set the provider keys, or start the server with "
                 "--checkpoint-team <team>")
+        app.admit(asking())
         prepared, _ = app.checkpoint(
             chosen, objective=objective, action_goals=action_goals,
             eval_criteria=eval_criteria, workspace_dir=workspace_dir,
             backend_context=BackendContext(session=ctx.session),
-            hold_irreversible=can_ask(ctx))
+            hold_irreversible=can_ask(ctx), owner=asking().name)
         await host.run(prepared, ctx, True)
         # A plan with irreversible steps: the person's yes first, where the client can ask.
         settled = await settle(ctx, prepared.outcome, objective, app.checkpoint_person_answered)

@@ -14,6 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from massgen_mcp.errors import MassgenError
+from massgen_mcp.server.users import asking
 
 if TYPE_CHECKING:
     from massgen_mcp.app import App
@@ -24,21 +25,21 @@ def register_index(mcp: MCPServer, app: App) -> None:
     @mcp.resource("massgen://runs", name="runs", mime_type="application/json",
                   description="The 50 most recent runs with status and winner.")
     def runs_index() -> str:
-        from massgen_mcp.server.tools import RunList, run_summary
+        from massgen_mcp.server.tools import run_list
 
-        return RunList(runs=[run_summary(r) for r in app.list_runs(50)]).model_dump_json(
-            indent=1)
+        return run_list(app, 50).model_dump_json(indent=1)
 
 
 def register_run_resources(mcp: MCPServer, app: App) -> None:
     """One run as resources (templates): its record, answer, view and events, and pages."""
     from massgen_mcp.server.result_pages import register_result_pages, whole_or_index
 
+    # Another user's run reads as one that does not exist (runs/owners.py).
     def record(run_id: str) -> str:
-        return app.get_run(run_id).model_dump_json(indent=1)
+        return app.get_run(run_id, asking()).model_dump_json(indent=1)
 
     def events(run_id: str) -> str:
-        return "\n".join(json.dumps(e) for e in app.run_events(run_id))
+        return "\n".join(json.dumps(e) for e in app.run_events(run_id, asking()))
 
     @mcp.resource("massgen://runs/{run_id}", name="run", mime_type="application/json",
                   description="A run's status and result (JSON); an index of its pages when "
@@ -54,7 +55,7 @@ def register_run_resources(mcp: MCPServer, app: App) -> None:
                   description="A run's whole final answer (Markdown text).")
     def run_answer(run_id: str) -> str:
         try:
-            result = app.get_run(run_id)
+            result = app.get_run(run_id, asking())
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None
         if result.final_answer is None:
@@ -70,7 +71,7 @@ def register_run_resources(mcp: MCPServer, app: App) -> None:
         from massgen_mcp.runs.view.page import run_main
 
         try:
-            live = app.live_run(run_id)
+            live = app.live_run(run_id, asking())
             view = load_run_view(app.store, run_id, live.snapshot() if live else None)
         except MassgenError as e:
             raise ResourceNotFoundError(str(e)) from None

@@ -13,6 +13,10 @@ Two things the SDK's public API does not offer, and what we reach for instead:
   session does (the server marks live runs `interrupted` there), so `transports.py` drives the
   low-level server (`_lowlevel_server`) itself. What would make this public: an `on_close`
   callback on `run_stdio_async`, or the low-level server as a public attribute.
+- **The open sessions.** The HTTP front door caps the MCP sessions one user holds, so it needs
+  to know which are still open (the session manager forgets idle and closed ones in
+  `_server_instances`). What would make this public: a per-principal `max_sessions`, or a
+  read-only view of the open session ids.
 
 `pyproject.toml` pins the SDK to the minor release these were checked against, and
 `tests/test_sdk_adapter.py` fails, naming the part, when an SDK release changes any of them:
@@ -57,6 +61,11 @@ def lowlevel_server(mcp: MCPServer) -> Server[Any]:
     return mcp._lowlevel_server
 
 
+def open_sessions(mcp: MCPServer) -> set[str]:
+    """The ids of the streamable-HTTP sessions still open (after `streamable_http_app()`)."""
+    return set(mcp.session_manager._server_instances)
+
+
 def problems() -> list[str]:
     """What the installed SDK no longer offers of what this module relies on (empty: all)."""
     from importlib.metadata import version
@@ -78,6 +87,9 @@ def problems() -> list[str]:
     ]
     found += [f"{name} is {type(value).__name__}, not {kind.__name__}"
               for name, value, kind in wanted if not isinstance(value, kind)]
+    mcp.streamable_http_app()
+    if not isinstance(getattr(mcp.session_manager, "_server_instances", None), dict):
+        found.append("StreamableHTTPSessionManager._server_instances is not a dict")
     resources = getattr(mcp, "_resource_manager", None)
     for attr in ("_resources", "_templates"):
         if not isinstance(getattr(resources, attr, None), dict):

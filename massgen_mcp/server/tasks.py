@@ -38,6 +38,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, Req
 from pydantic import BaseModel, ConfigDict, Field
 
 from massgen_mcp.errors import MassgenError
+from massgen_mcp.server.users import asking
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
@@ -75,6 +76,8 @@ def current_task() -> Task | None:
 
 #: SEP-2575: a request that needs a capability the client did not declare.
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+#: An HTTP header that disagrees with the body (HTTP 400).
+HEADER_MISMATCH = -32020
 
 
 def _declares(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -85,14 +88,50 @@ def _declares(ctx: ServerRequestContext[Any, Any]) -> bool:
     return isinstance(extensions, dict) and EXTENSION_ID in extensions
 
 
-def _require_declared(ctx: ServerRequestContext[Any, Any]) -> None:
-    """tasks/* serve only requests that declare the extension (SEP-2575: a server must not
-    rely on a capability the client did not declare)."""
-    if str(ctx.protocol_version) >= "2026" and not _declares(ctx):
+def _require_declared(ctx: ServerRequestContext[Any, Any], what: str = "tasks/*") -> None:
+    """tasks/* serve only 2026-07-28 requests that declare the extension (SEP-2575: a server
+    must not rely on a capability the client did not declare; a 2025-11-25 session cannot
+    declare it, so it is refused too)."""
+    if not (str(ctx.protocol_version) >= "2026" and _declares(ctx)):
         raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY,
-                       message=f"tasks/* needs the {EXTENSION_ID} extension in this "
-                               "request's client capabilities",
+                       message=f"{what} needs the {EXTENSION_ID} extension in this "
+                               "request's client capabilities (protocol 2026-07-28)",
                        data={"requiredCapabilities": {"extensions": {EXTENSION_ID: {}}}})
+
+
+#: The HTTP header that names a request's target; for tasks/* it is the task id.
+_NAME_HEADER = "mcp-name"
+
+
+def _require_name(ctx: ServerRequestContext[Any, Any], task_id: str) -> None:
+    """Over HTTP, a tasks/* request carries its task id in `Mcp-Name` too: missing or
+    different is HTTP 400 / -32020 (the SDK checks this header only for its own methods)."""
+    headers = getattr(ctx.request, "headers", None)
+    if headers is None:  # stdio, in memory: no headers to agree with
+        return
+    from mcp.shared.inbound import decode_header_value
+
+    given = headers.get(_NAME_HEADER)
+    if given is None:
+        raise MCPError(code=HEADER_MISMATCH, message=f"{ctx.method} needs the Mcp-Name header "
+                                                     "(the task id)")
+    if decode_header_value(given) != task_id:
+        raise MCPError(code=HEADER_MISMATCH, message="Mcp-Name header does not match the "
+                                                     "request body's 'taskId' parameter")
+
+
+class ListenGuard:
+    """Server middleware: `subscriptions/listen` for task ids (`notifications.taskIds`) is
+    the tasks extension's, so it needs the extension declared too (-32021)."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any],
+                       call_next: CallNext) -> HandlerResult:
+        if ctx.method == "subscriptions/listen":
+            params = ctx.params if isinstance(ctx.params, dict) else {}
+            wanted = params.get("notifications")
+            if isinstance(wanted, dict) and "taskIds" in wanted:
+                _require_declared(ctx, "subscriptions/listen for taskIds")
+        return await call_next(ctx)
 
 
 def _digest(task_id: str) -> str:
@@ -230,17 +269,20 @@ class TasksExtension(Extension):
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
                    ) -> dict[str, Any]:
         _require_declared(ctx)
+        _require_name(ctx, params.task_id)
         return self.detailed(params.task_id)
 
     async def _update(self, ctx: ServerRequestContext[Any, Any], params: TaskUpdateParams
                       ) -> dict[str, Any]:
         _require_declared(ctx)
+        _require_name(ctx, params.task_id)
         self._find(params.task_id)  # these tools never ask for input: nothing to apply
         return {}
 
     async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams
                       ) -> dict[str, Any]:
         _require_declared(ctx)
+        _require_name(ctx, params.task_id)
         _, run_id, _ = self._find(params.task_id)
         # Cooperative and acknowledged at once: the run stops soon, keeping its best answer.
         if self.host.background is not None:
@@ -248,20 +290,29 @@ class TasksExtension(Extension):
         return {}
 
     def _find(self, task_id: str) -> tuple[Task | None, str, dict[str, Any]]:
+        """The task, its run and its pointer; another user's task is not found, as an
+        unknown id is (its run would be hidden from them: runs/owners.py)."""
+        found = self._lookup(task_id)
+        try:
+            self.host.app.run_owner(found[1], asking())
+        except MassgenError:
+            raise _not_found() from None
+        return found
+
+    def _lookup(self, task_id: str) -> tuple[Task | None, str, dict[str, Any]]:
         task = self.live.get(task_id)
         if task is not None and task.run_id is not None:
             return task, task.run_id, {"tool": task.tool, "created_at": task.created_at}
         pointer = self.host.app.store.task_pointer(_digest(task_id))
         if pointer is None or not isinstance(pointer.get("run_id"), str):
-            raise MCPError(code=INVALID_PARAMS,
-                           message="Failed to retrieve task: Task not found")
+            raise _not_found()
         return None, pointer["run_id"], pointer
 
     def detailed(self, task_id: str) -> dict[str, Any]:
         """The `DetailedTask` for `task_id`, from the live call or the run record."""
         task, run_id, pointer = self._find(task_id)
         try:
-            run = self.host.app.get_run(run_id)
+            run = self.host.app.get_run(run_id, asking())
         except MassgenError as e:
             raise MCPError(code=INVALID_PARAMS, message=f"Failed to retrieve task: {e}"
                            ) from None
@@ -282,8 +333,9 @@ class TasksExtension(Extension):
 
     def _from_record(self, head: Task, run: RunResult) -> dict[str, Any]:
         """A task whose call is not live here (the server restarted): its run record says
-        how it ended; an interrupted run is a failed task carrying its best answer."""
-        head.updated_at = _now()
+        how it ended; an interrupted run is a failed task carrying its best answer. It was
+        last updated when its run ended, whoever reads it and whenever."""
+        head.updated_at = _ended_at(run) or head.created_at
         result = _dump(self.render(run))
         if run.status == "interrupted":
             message = (f"the run was interrupted ({run.error or 'the server stopped'}); "
@@ -299,6 +351,21 @@ class TasksExtension(Extension):
                 "createdAt": task.created_at, "lastUpdatedAt": task.updated_at,
                 "ttlMs": None, "pollIntervalMs": POLL_INTERVAL_MS,
                 "_meta": {"massgen/runId": task.run_id}}
+
+
+def _ended_at(run: RunResult) -> str | None:
+    """When a finished run ended (its start plus its length), as the task's timestamps."""
+    import calendar
+
+    try:
+        start = calendar.timegm(time.strptime(run.started_at, "%Y-%m-%dT%H:%M:%SZ"))
+    except (TypeError, ValueError):
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start + run.elapsed_seconds))
+
+
+def _not_found() -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message="Failed to retrieve task: Task not found")
 
 
 def _closing(run: RunResult) -> str:

@@ -7,7 +7,7 @@ followed with `get_run`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult
@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from massgen_mcp.backends import BackendContext
 from massgen_mcp.backends.availability import BackendsReport, backends_report
 from massgen_mcp.coordination.result import RunResult
+from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.outcome import is_error, settle_wording
 from massgen_mcp.server.apps import APP_URI
 from massgen_mcp.server.host import ToolHost, tool_errors
@@ -26,6 +27,10 @@ from massgen_mcp.server.result_size import (
     compact,
     compact_result,
 )
+from massgen_mcp.server.users import asking
+
+if TYPE_CHECKING:
+    from massgen_mcp.app import App
 
 
 class RunSummary(BaseModel):
@@ -37,6 +42,7 @@ class RunSummary(BaseModel):
     elapsed_seconds: float = 0.0
     started_at: str = ""
     team: str = ""
+    owner: str = Field(default="", description="who started it (an admin sees every user's)")
 
 
 class RunList(BaseModel):
@@ -50,13 +56,25 @@ class CancelResult(BaseModel):
     message: str
 
 
-def run_summary(r: RunResult) -> RunSummary:
+def run_summary(r: RunResult, owner: str = "") -> RunSummary:
     total = sum(r.tally.values())
     return RunSummary(
         run_id=r.run_id, status=r.status, task=r.task[:160],
         winner=r.winner.agent_id if r.winner else None,
         votes=f"{r.winner.votes}/{total}" if r.winner else "",
-        elapsed_seconds=r.elapsed_seconds, started_at=r.started_at, team=r.team)
+        elapsed_seconds=r.elapsed_seconds, started_at=r.started_at, team=r.team, owner=owner)
+
+
+def run_list(app: App, limit: int) -> RunList:
+    """The runs the caller may see, newest first, with their owners."""
+    def owner(run_id: str) -> str:
+        try:
+            return app.run_owner(run_id)
+        except MassgenError:  # a record without meta (older, or written by hand)
+            return ""
+
+    return RunList(runs=[run_summary(r, owner(r.run_id))
+                         for r in app.list_runs(limit, asking())])
 
 
 def _tool_result(result: RunResult, notes: tuple[str, ...] = (), detail: Detail = "summary",
@@ -134,8 +152,10 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         chosen = await host.team_for(ctx, models=models, team=team, timeout_s=timeout_s,
                                      max_answers_per_agent=max_answers_per_agent,
                                      min_agreement=min_agreement, stances=stances)
+        app.admit(asking())
         prepared = app.consensus(chosen, task, context=full_context,
-                                 backend_context=BackendContext(session=ctx.session))
+                                 backend_context=BackendContext(session=ctx.session),
+                                 owner=asking().name)
         return _tool_result(await host.run(prepared, ctx, wait), chosen.notes)
 
     @mcp.tool(title="Get a run", meta=RUN_TOOL_META)
@@ -150,8 +170,8 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         """The status of a run (running, completed, timeout, failed, cancelled, interrupted)
         and, when it is over, its decision; `detail` adds every answer, each agent's usage
         or the events. Use it to follow a run started with wait=false."""
-        result = app.get_run(run_id)
-        events = app.run_events(run_id) if detail in ("events", "all") else None
+        result = app.get_run(run_id, asking())
+        events = app.run_events(run_id, asking()) if detail in ("events", "all") else None
         return _tool_result(result, detail=detail, events=events)
 
     @mcp.tool(title="List runs")
@@ -160,7 +180,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         limit: Annotated[int, Field(ge=1, le=200, description="How many runs.")] = 20,
     ) -> RunList:
         """Recent runs, newest first, with their status and winner."""
-        return RunList(runs=[run_summary(r) for r in app.list_runs(limit)])
+        return run_list(app, limit)
 
     @mcp.tool(title="Cancel a run")
     @tool_errors
@@ -170,7 +190,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         """Stop a running run. In-flight model calls are cancelled; the run is recorded as
         cancelled with the best answer so far. Reports what happened: `cancelled` is true
         only when the run has stopped as cancelled."""
-        requested, status = await app.cancel_run(run_id)
+        requested, status = await app.cancel_run(run_id, asking())
         cancelled = requested and status in ("cancelled", "interrupted")
         if cancelled:
             message = f"stopped (status: {status})"

@@ -1,4 +1,4 @@
-"""Transports: stdio, streamable HTTP and SSE; bearer-token auth; Host/Origin checks; signals.
+"""Transports: stdio, and streamable HTTP and SSE behind the front door (front_door.py); signals.
 
 `serve()` is what `massgen-mcp` runs. It builds the server, owns the process-wide task group
 for background runs, and makes SIGTERM/SIGINT close every live run as `interrupted` (and stop
@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hmac
-import json
 import logging
 import os
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -24,98 +23,87 @@ from massgen_mcp.app import App
 from massgen_mcp.errors import MassgenError
 from massgen_mcp.paths import state_dir
 from massgen_mcp.server import build_server
-from massgen_mcp.urls import host_allowed, is_loopback_host, origin_allowed, served_names
+from massgen_mcp.server.users import Users
+from massgen_mcp.urls import is_loopback_host, served_names
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
 
 
-class BearerAuth:
-    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app = app
-        self.token = token.encode()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            header = dict(scope.get("headers") or []).get(b"authorization", b"")
-            scheme, _, given = header.partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
-                body = json.dumps({"error": "unauthorized", "error_description":
-                                   "send 'Authorization: Bearer <token>' (the server's "
-                                   "--token / MASSGEN_MCP_TOKEN)"}).encode()
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Bearer realm="massgen-mcp"'),
-                    (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
+#: A 2025-11-25 session with no request in flight for this long is closed (the SDK's default
+#: is 30 minutes; a client that comes back opens a new one).
+SESSION_IDLE_SECONDS = 300.0
 
 
-class HostCheck:
-    """ASGI middleware against DNS rebinding: a request's `Host` must name this server and
-    its `Origin`, when a browser sends one, must be one of ours. On for every bind address,
-    however spelled (`127.0.0.2`, `LOCALHOST`, `[0:0:0:0:0:0:0:1]`, `127.1`): a page on a
-    site that rebinds its name to 127.0.0.1 sends its own name, and on loopback no token
-    stands behind this check."""
-
-    def __init__(self, app: Any, names: frozenset[str]) -> None:
-        self.app = app
-        self.names = names
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] in ("http", "websocket"):
-            headers = scope.get("headers") or []
-            hosts = [v.decode("latin-1") for k, v in headers if k == b"host"]
-            origins = [v.decode("latin-1") for k, v in headers if k == b"origin"]
-            if len(hosts) != 1 or not host_allowed(hosts[0], self.names):
-                shown = hosts[0][:100] if len(hosts) == 1 else f"{len(hosts)} Host headers"
-                return await _plain(send, 421, f"Host '{shown}' is not served here; use the "
-                                    "address the server printed, or have the operator add "
-                                    "the name with --allowed-host")
-            if not all(origin_allowed(o, self.names) for o in origins):
-                return await _plain(send, 403, "requests from another site's pages are "
-                                    "refused (Origin); the operator can allow a name with "
-                                    "--allowed-host")
-        await self.app(scope, receive, send)
-
-
-async def _plain(send: Any, status: int, text: str) -> None:
-    body = text.encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"text/plain; charset=utf-8"),
-        (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
-def http_app(mcp: MCPServer, transport: str, host: str, token: str | None,
-             allowed_hosts: list[str] | None = None, stateless: bool = False) -> Any:
-    """The MCP endpoint behind the Host/Origin check (always) and the token (when set).
-    `stateless`: no MCP session lives in this process (for replicas behind a balancer)."""
+def http_app(mcp: MCPServer, transport: str, host: str, users: Users,
+             allowed_hosts: list[str] | None = None, stateless: bool = False,
+             viewer: list[BaseRoute] | None = None,
+             session_idle_seconds: float = SESSION_IDLE_SECONDS,
+             sessions_per_user: int | None = None) -> Any:
+    """The MCP endpoint (and the viewer's routes) behind the one front door
+    (server/front_door.py). `stateless`: no MCP session lives in this process (for replicas
+    behind a balancer)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from massgen_mcp.server.front_door import SESSIONS_PER_USER, front_door_app
+
     # The SDK's own check only knows three spellings of loopback and compares case-sensitively:
-    # HostCheck replaces it (the SDK still checks the Content-Type of POSTs).
+    # the front door replaces it (the SDK still checks the Content-Type of POSTs).
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    live: Any = None
     if transport == "sse":
         app = mcp.sse_app(transport_security=security, host=host)
     else:
         app = mcp.streamable_http_app(transport_security=security, host=host,
-                                      stateless_http=stateless)
-    return HostCheck(BearerAuth(app, token) if token else app,
-                     served_names(host, allowed_hosts))
+                                      stateless_http=stateless,
+                                      session_idle_timeout=session_idle_seconds)
+        from massgen_mcp.server.sdk_adapter import open_sessions
+
+        live = lambda: open_sessions(mcp)  # noqa: E731  (the SDK forgets idle, closed ones)
+    return front_door_app(viewer or [], mcp_app=app, names=served_names(host, allowed_hosts),
+                          users=users, live_sessions=live,
+                          sessions_per_user=sessions_per_user or SESSIONS_PER_USER)
+
+
+def http_users(args: argparse.Namespace, state: Path) -> Users:
+    """Who may use the HTTP server (server/users.py): `--auth-file` users and the operator's
+    token; on loopback with neither, a generated token (shown once, kept 0600 in the state
+    directory), unless `--no-token`. A `MassgenError` for a bad file or combination."""
+    from massgen_mcp.errors import InputError
+    from massgen_mcp.server.users import TOKEN_FILE, loopback_token
+
+    token = args.token or os.environ.get("MASSGEN_MCP_TOKEN") or None
+    auth_file = getattr(args, "auth_file", None)
+    loopback = is_loopback_host(args.host)
+    if getattr(args, "no_token", False):
+        if token or auth_file:
+            raise InputError("--no-token turns authentication off: leave out --token, "
+                             "MASSGEN_MCP_TOKEN and --auth-file, or --no-token")
+        if not loopback:
+            raise InputError(f"--no-token is for loopback only: anyone who can reach "
+                             f"{args.host} could spend your API keys")
+        return Users.anyone()
+    if not token and not auth_file:
+        if not loopback:
+            raise InputError(f"refusing to listen on {args.host} without a token: anyone who "
+                             "can reach this port could spend your API keys. Set --token or "
+                             "MASSGEN_MCP_TOKEN (clients send 'Authorization: Bearer "
+                             "<token>'), give --auth-file, or bind 127.0.0.1.")
+        token, made = loopback_token(state)
+        if made:
+            print(f"massgen-mcp: HTTP clients must send 'Authorization: Bearer {token}' "
+                  f"(shown once; kept in {state / TOKEN_FILE}, mode 0600; --no-token turns "
+                  "this off)", file=sys.stderr, flush=True)
+        else:
+            print(f"massgen-mcp: HTTP clients must send the token kept in "
+                  f"{state / TOKEN_FILE}", file=sys.stderr, flush=True)
+    return Users.of(token, Path(auth_file) if auth_file else None)
 
 
 def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(args.log_level).upper(),
                                                          logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    token = args.token or os.environ.get("MASSGEN_MCP_TOKEN") or None
-    if args.transport != "stdio" and not is_loopback_host(args.host) and not token:
-        print(f"massgen-mcp: refusing to listen on {args.host} without a token: anyone who can "
-              "reach this port could spend your API keys. Set --token or MASSGEN_MCP_TOKEN "
-              "(clients send 'Authorization: Bearer <token>'), or bind 127.0.0.1.",
-              file=sys.stderr)
-        return 2
     from massgen_mcp.config.trust import TeamPolicy
 
     try:
@@ -125,6 +113,13 @@ def serve(args: argparse.Namespace) -> int:
         print(f"massgen-mcp: {e}", file=sys.stderr)
         return 2
     state = state_dir(args.state_dir)
+    users = None
+    if args.transport != "stdio":
+        try:
+            users = http_users(args, state)
+        except MassgenError as e:
+            print(f"massgen-mcp: {e}", file=sys.stderr)
+            return 2
     store = None  # no --store: the files under `state`, opened with the engine at first use
     if getattr(args, "store", None):
         from massgen_mcp.runs.store_open import open_store
@@ -134,12 +129,16 @@ def serve(args: argparse.Namespace) -> int:
         except MassgenError as e:
             print(f"massgen-mcp: {e}", file=sys.stderr)
             return 2
+    from massgen_mcp.runs.quota import limits_from_options
+
+    quota = limits_from_options(args)
     app = App(state, default_team=args.team, store=store,
               checkpoint_team=args.checkpoint_team, team_policy=policy,
               allow_secret_files=args.allow_secret_files,
               allow_cli_agents=args.allow_cli_agents,
               allow_checkpoint_team_override=args.allow_checkpoint_team_override,
-              checkpoint_approval=args.checkpoint_approval)
+              checkpoint_approval=args.checkpoint_approval,
+              quota=quota)
     app.keep_cli_standbys(args.cli_standbys)
     if getattr(args, "store", None) and not getattr(args, "run_here", False):
         from massgen_mcp.runs.scale.redis_store import RedisStore
@@ -167,7 +166,8 @@ def serve(args: argparse.Namespace) -> int:
                     if args.transport == "stdio":
                         await _serve_stdio(mcp, app)
                     else:
-                        await _serve_http(mcp, args, token, stop, app)
+                        assert users is not None
+                        await _serve_http(mcp, args, users, stop, app)
                 finally:
                     app.shut_down()  # live runs become "interrupted"
                     work.cancel_scope.cancel()
@@ -244,7 +244,7 @@ async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
     scope.cancel()
 
 
-async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | None,
+async def _serve_http(mcp: MCPServer, args: argparse.Namespace, users: Users,
                       stop: anyio.Event, app: App) -> None:
     import uvicorn
 
@@ -252,17 +252,24 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
 
     raise_fd_limit()
     protocol = type("Protocol", (TimedH11Protocol,), {"read_timeout": args.request_timeout})
-    from massgen_mcp.runs.view.web import with_viewer
+    import socket
+
+    from massgen_mcp.runs.view import set_served_at
+    from massgen_mcp.runs.view.web import viewer_routes
 
     class _Server(uvicorn.Server):
         def capture_signals(self) -> Any:  # we handle signals ourselves (see _on_signals)
             return contextlib.nullcontext()
 
-    asgi = http_app(mcp, args.transport, args.host, token, args.allowed_host,
-                    stateless=bool(getattr(args, "stateless_http", False)))
-    # The run viewer at /runs, behind the same token and Host checks.
-    asgi = with_viewer(asgi, app, host=args.host, port=args.port, token=token,
-                       allowed_hosts=args.allowed_host)
+    public = socket.gethostname() if args.host in ("0.0.0.0", "::") else args.host
+    set_served_at(f"http://{public}:{args.port}/runs")
+    # The run viewer at /runs, behind the same front door as the MCP endpoint.
+    asgi = http_app(mcp, args.transport, args.host, users, args.allowed_host,
+                    stateless=bool(getattr(args, "stateless_http", False)),
+                    viewer=viewer_routes(app.store, engine=app),
+                    session_idle_seconds=getattr(args, "session_idle_timeout",
+                                                 SESSION_IDLE_SECONDS),
+                    sessions_per_user=getattr(args, "sessions_per_user", None))
     config = uvicorn.Config(asgi, host=args.host, port=args.port, log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=3,
                             http=protocol)  # half-sent requests time out
@@ -281,7 +288,7 @@ async def _serve_http(mcp: MCPServer, args: argparse.Namespace, token: str | Non
             await anyio.sleep(0.02)
         # Printed once the socket accepts connections: scripts and tests wait for this line.
         print(f"massgen-mcp {__version__}: listening on {url} ({args.transport}"
-              f"{', token required' if token else ''})", file=sys.stderr, flush=True)
+              f"{', token required' if users.required else ''})", file=sys.stderr, flush=True)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(announce)

@@ -68,6 +68,9 @@ class TeamChoice(_Strict):
     max_answers_per_agent: int | None = Field(default=None, ge=1, le=1000)
     timeout_s: float | None = Field(default=None, gt=0, le=7 * 86400)
     max_total_tokens: int | None = Field(default=None, gt=0)
+    #: The front end's per-run caps (runs/quota.py), so the worker keeps them.
+    max_provider_calls: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
     min_agreement: float | None = Field(default=None, gt=0, le=1)
     stances: list[Annotated[str, Field(max_length=1100)]] | None = Field(default=None,
                                                                           max_length=32)

@@ -263,11 +263,6 @@ def runs_page(rows: list[RunRow], *, base: str = "/runs", nonce: str | None = No
                     nonce=nonce)
 
 
-def error_page(message: str, *, base: str = "/runs", nonce: str | None = None) -> str:
-    return document("massgen runs", f'<nav class="crumbs"><a href="{esc(base)}">Runs</a></nav>'
-                    f'<div class="panel error" role="alert">{esc(message)}</div>', nonce=nonce)
-
-
 def _seconds(s: float) -> str:
     if s >= 3600:
         return f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
