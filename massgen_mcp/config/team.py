@@ -235,8 +235,13 @@ class OrchestratorConfig(_Lenient):
     #: turns the wait off (MassGen's behaviour).
     first_answer_wait_seconds: float = Field(default=60, ge=0, le=3600)
     #: The winner needs at least this share of the votes (0-1); below it the run ends
-    #: `no_consensus` with the candidates listed and no final answer. Unset: any winner.
+    #: `no_consensus` with the candidates listed and no final answer. Set, it alone decides
+    #: (e.g. 0.3 accepts a 1-1-1 split); unset: the `min_winner_votes` rule.
     min_agreement: float | None = Field(default=None, gt=0, le=1)
+    #: Votes the winner needs when min_agreement is unset; unset: 2 in a team of three or
+    #: more (a split is not a decision), else 1. Never more than the live agents. 1: any
+    #: winner.
+    min_winner_votes: int | None = Field(default=None, ge=1, le=1000)
     #: A member still working once every other live member has answered (or voted) gets
     #: max(straggler_grace_seconds, straggler_grace_factor x its peers' longest turn), then
     #: is cut off: the run goes on without it and ends `degraded`. null: never cut off.

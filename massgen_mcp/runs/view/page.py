@@ -123,7 +123,7 @@ def _chip(name: str, value: object) -> str:
 
 
 def _outcome(view: RunView) -> str:
-    total = sum(view.tally.values()) + int(view.totals.get("early_stop_cancelled_turns") or 0)
+    total = sum(view.tally.values())  # over the votes cast (agreement says who did not vote)
     if view.winner:
         w = view.winner
         who = (f'<div class="muted">Winner</div><div class="winner-name" id="winner">'
