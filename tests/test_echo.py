@@ -139,6 +139,7 @@ def _sources() -> EchoSources:
 
 @pytest.mark.parametrize("text", [
     "Your complete answer.", "your complete answer", "**Your complete answer.**",
+    "Your complete answer.&amp;#34;",  # measured on SmolLM2: it won a run
     "<your answer here>", "[Answer]", "...", "Why this answer is the best.",
     "Vote for the best existing answer.", "Call new_answer or vote.",
     "Your own latest answer is agent1.1.", TASK, "agent2.1", "Agent 2 is correct.",

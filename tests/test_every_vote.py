@@ -101,3 +101,32 @@ async def test_a_vote_still_running_when_the_final_answer_is_out_is_cancelled(
     with anyio.fail_after(10):
         while not hung.disconnected.is_set():
             await anyio.sleep(0.01)
+
+
+async def test_the_winner_votes_before_it_presents(provider: ScriptedProvider,
+                                                   tmp_path: Path) -> None:
+    decided = threading.Event()  # set once the server reports the vote decided
+    final = answer_then_vote("Use Kafka", "agent1", final="FINAL: Use Kafka")
+
+    async def winner(req: ScriptRequest) -> Reply:
+        if has_answered(req) and not presenting(req):  # its own vote is the outstanding one
+            await asyncio.get_running_loop().run_in_executor(None, decided.wait, 60)
+        return final(req)
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        if (message or "").startswith("outcome decided"):
+            decided.set()
+
+    team = three_voters(provider, tmp_path, answer_then_vote("Use RabbitMQ", "agent1"))
+    provider.script("e0", winner)
+    async with memory_client(tmp_path, team=team) as client:
+        r = await client.call_tool("run_consensus", {"task": "Which queue?"},
+                                   progress_callback=on_progress)  # type: ignore[arg-type]
+        data = r.structured_content
+        assert not r.is_error and data is not None, r.content
+        full = await client.call_tool("get_run", {"run_id": data["run_id"], "detail": "events"})
+    assert data["agreement"]["kind"] == "unanimous" and data["agreement"]["votes"] == 3
+    events = [e["kind"] + ":" + str(e.get("agent", "")) for e in full.structured_content["events"]]
+    # one agent does one thing at a time: its vote turn ends before its presentation starts
+    assert events.index("vote:a") < events.index("presentation_started:a")
+    assert [presenting(q) for q in provider.requests_for("e0")] == [False, False, True]

@@ -253,9 +253,10 @@ class OrchestratorConfig(_Lenient):
     #: Output cap of every call whose backend sets no max_tokens; unset: sized per mode
     #: (coordination/limits.py).
     max_output_tokens: int | None = Field(default=None, gt=0, le=1_000_000)
-    #: Stop once the outstanding votes cannot change the winner (nor bring it below
-    #: min_agreement): their turns are cancelled and counted. A deviation from MassGen,
-    #: which waits for every vote.
+    #: Present once the outstanding votes cannot change the winner (nor bring it below
+    #: min_agreement): they run beside the presentation and count if they arrive before the
+    #: final answer; turns still running then are cancelled and counted. A deviation from
+    #: MassGen, which waits for every vote.
     early_stop: bool = True
     #: Show the answers in a seeded random order per voter and round (position bias);
     #: the seed is recorded in the result (`shuffle_seed`) and can be fixed here.

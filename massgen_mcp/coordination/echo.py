@@ -21,6 +21,7 @@ functions of the texts, so a run's outcome never depends on a judge.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -48,8 +49,18 @@ _FILLER = frozenset((
 ))
 
 
+_WORD = re.compile(r"\w+")
+
+
+def _unescaped(text: str) -> str:
+    """`text` with HTML entities resolved, twice: SmolLM2 wrote "answer.&amp;#34;"."""
+    return html.unescape(html.unescape(text))
+
+
 def _norm(text: str) -> str:
-    return " ".join(text.lower().split()).strip(" .!?:;,\"'`*-_#>")
+    """The words of `text`, lowercased: punctuation, markup and stray entities do not make
+    an echo new ("Your complete answer.&amp;#34;" is "your complete answer")."""
+    return " ".join(_WORD.findall(_unescaped(text).lower()))
 
 
 def _sentences(text: str) -> list[str]:
@@ -101,6 +112,7 @@ def _in_protocol(sentence: str, protocol: frozenset[str]) -> bool:
 
 def echo_problem(text: str, sources: EchoSources) -> str | None:
     """What `text` echoes instead of answering (see the module docstring), or None."""
+    text = _unescaped(text)
     whole = _norm(text)
     stripped = text.strip().strip("\"'`*")
     if not whole and not stripped:
