@@ -126,7 +126,8 @@ async def coordination_turn(
             # an echo is handled like a text reply: one reminder (the problem), then none
             what = outcome[0].split(": ", 1)[1].split(". Call", 1)[0]
             a.note(f"refused an echo as an answer: {what}")
-            emit("echo_refused", agent=a.spec.id, problem=what, again=echoed)
+            emit("echo_refused", agent=a.spec.id, problem=what, again=echoed,
+                 message=f"{a.spec.id}: not an answer, refused ({what})")
             if echoed:
                 if standing is not None:
                     a.note("echoed again after being told: counted as no change, a vote for "
