@@ -114,7 +114,12 @@ def _team(base: str, n: int, timeout: float) -> Team:
         "temperature": 0.3, "max_retries": 1, "request_timeout_seconds": timeout}}
         for i in range(n)]
     return team_from_data({"agents": agents,
-                           "orchestrator": {"orchestrator_timeout_seconds": timeout}},
+                           # llama.cpp's server computes one call at a time and notices a
+                           # client that left only before its call starts: a per-call
+                           # deadline under the run's limit queues the retry behind the
+                           # abandoned work (measured: every call of a loaded run timed out)
+                           "orchestrator": {"orchestrator_timeout_seconds": timeout,
+                                            "call_timeout_seconds": timeout}},
                           "smollm2-team.yaml", Environment({}))
 
 
