@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mcp.types import TextContent
 from scripted_provider import ScriptedProvider
 
 from massgen_mcp.config.env import Environment
@@ -32,3 +33,10 @@ async def run_team(team: Team, state: Path, task: str = "What is the best queue?
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:
     return [e["kind"] for e in events]
+
+
+def text_of(result: Any) -> str:
+    """The text of a tool result (its first content block)."""
+    first = result.content[0]
+    assert isinstance(first, TextContent)
+    return first.text

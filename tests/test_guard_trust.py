@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import pytest
 from agents import has_answered, presenting
+from helpers import text_of
 from mcp import Client
-from mcp.types import TextContent
 from mcp_harness import server_env, write_team
 from scripted_provider import Call, Reply, ScriptedProvider, ScriptRequest, ToolCalls, vote
 
@@ -28,12 +28,6 @@ TOOLS = [{"name": "Bash", "description": "run a shell command",
           "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
 PUSH = "git push --force origin main"
 GOALS = [{"id": "push", "description": "force-push the rewritten main"}]
-
-
-def text_of(result: Any) -> str:
-    first = result.content[0]
-    assert isinstance(first, TextContent)
-    return first.text
 
 
 def push_plan(note: str) -> dict[str, Any]:

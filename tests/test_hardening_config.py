@@ -141,6 +141,7 @@ def test_secret_fields_still_expand_from_the_env_file(tmp_path: Path) -> None:
     ("orchestrator", "tool_server_startup_timeout_seconds"),
     ("orchestrator", "first_answer_wait_seconds"), ("orchestrator", "fairness_lead_cap"),
     ("orchestrator", "max_attempts_per_turn"), ("orchestrator", "max_tool_calls_per_turn"),
+    ("orchestrator", "min_winner_votes"),
     ("backend", "request_timeout_seconds"), ("backend", "max_tokens"), ("backend", "temperature"),
     ("backend", "top_p"), ("backend", "top_k"), ("backend", "max_retries")])
 @pytest.mark.parametrize("value", [1.0e300, 10**30, 2**63])

@@ -55,8 +55,9 @@ async def test_a_team_that_never_votes_ends_within_its_call_cap(provider, tmp_pa
     team = make_team(provider, [(f"s{i}", w, f"stubborn-{i}") for i, w in enumerate(WIRES)])
     events: list[dict] = []
     result = await run_team(team, tmp_path, events=events)
-    # told once that a repeat is no new answer, then its repeat counts as its vote
-    assert result.status == "completed"
+    # told once that a repeat is no new answer, then its repeat counts as its vote: each
+    # for its own answer, a 1-1-1 split, which is no decision
+    assert result.status == "no_consensus" and result.tally == {"s0": 1, "s1": 1, "s2": 1}
     assert all(a.answers == 1 for a in result.agents)
     assert all(any("counted as a vote for its own answer" in n for n in a.notes)
                for a in result.agents)
@@ -320,7 +321,8 @@ async def test_a_malformed_200_is_that_agents_failed_turn(provider, tmp_path, wi
 
     provider.script("odd", odd)
     provider.script("always-odd", _body(wire, kind))
-    provider.script("fine", answer_then_vote("fine answer", "agent2"))
+    # both live agents back one answer (a 1-1 split would be no decision)
+    provider.script("fine", answer_then_vote("fine answer", "agent1"))
     team = make_team(provider, [("odd", wire, "odd"), ("zz", wire, "always-odd"),
                                 ("fine", "openai", "fine")])
     result = await run_team(team, tmp_path)

@@ -83,8 +83,9 @@ def test_inspector_calls_run_consensus(provider, tmp_path: Path) -> None:
     assert data["final_answer"] == "FINAL: from the inspector"
     assert data["winner"]["agent_id"] == "b"
     assert data["task"] == "Which queue?"
-    # 3/3, or 2/3 when early stop cut the last vote (it could not change the winner)
-    assert re.match(r"Winner: b \(n-b\) with [23]/3 votes", result["content"][0]["text"])
+    # 3/3, or 2/2 (and who did not vote) when the last vote was still running when the
+    # final answer was out (it could not change the winner)
+    assert re.match(r"Winner: b \(n-b\) with (3/3|2/2) votes", result["content"][0]["text"])
     assert len(provider.requests_for("n-b")) >= 2  # the real providers were really called
 
 

@@ -144,7 +144,8 @@ def _team_options(p: argparse.ArgumentParser) -> None:
                    help="token budget for the whole run")
     p.add_argument("--min-agreement", type=float, default=None, dest="min_agreement",
                    help="share of the votes the winner needs, e.g. 0.67; below it the run "
-                        "ends no_consensus (exit 5) and lists the candidates")
+                        "ends no_consensus (exit 5) and lists the candidates. Set, it "
+                        "replaces the default rule (two votes in a team of three or more)")
     p.add_argument("--stance", action="append", default=None, dest="stances",
                    metavar="STANCE", help="for, against, neutral or an instruction, one per "
                    "agent in team order (or agent_id=stance); repeatable")
@@ -175,9 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      "on stdout. Exit 0 completed, 1 failed, 2 bad usage or "
                                      "config, 3 timeout/budget (best answer so far printed), "
                                      "4 degraded (the agents left agreed; some were dropped, "
-                                     "see stderr), 5 no consensus (the winner's share of the "
-                                     "votes was below --min-agreement; the candidates are "
-                                     "on stderr).")
+                                     "see stderr), 5 no consensus (a split: by default the "
+                                     "winner of a team of three or more needs two votes; or "
+                                     "its share was below --min-agreement; the candidates "
+                                     "are on stderr).")
     run.add_argument("task", help="the task or question for the team")
     _team_options(run)
 

@@ -245,8 +245,13 @@ class OrchestratorConfig(_Lenient):
     #: turns the wait off (MassGen's behaviour).
     first_answer_wait_seconds: float = Field(default=60, ge=0, le=3600)
     #: The winner needs at least this share of the votes (0-1); below it the run ends
-    #: `no_consensus` with the candidates listed and no final answer. Unset: any winner.
+    #: `no_consensus` with the candidates listed and no final answer. Set, it alone decides
+    #: (e.g. 0.3 accepts a 1-1-1 split); unset: the `min_winner_votes` rule.
     min_agreement: float | None = Field(default=None, gt=0, le=1)
+    #: Votes the winner needs when min_agreement is unset; unset: 2 in a team of three or
+    #: more (a split is not a decision), else 1. Never more than the live agents. 1: any
+    #: winner.
+    min_winner_votes: int | None = Field(default=None, ge=1, le=1000)
     #: A member still working once every other live member has answered (or voted) gets
     #: max(straggler_grace_seconds, straggler_grace_factor x its peers' longest turn), then
     #: is cut off: the run goes on without it and ends `degraded`. null: never cut off.
@@ -258,9 +263,10 @@ class OrchestratorConfig(_Lenient):
     #: Output cap of every call whose backend sets no max_tokens; unset: sized per mode
     #: (coordination/limits.py).
     max_output_tokens: int | None = Field(default=None, gt=0, le=1_000_000)
-    #: Stop once the outstanding votes cannot change the winner (nor bring it below
-    #: min_agreement): their turns are cancelled and counted. A deviation from MassGen,
-    #: which waits for every vote.
+    #: Present once the outstanding votes cannot change the winner (nor bring it below
+    #: min_agreement): they run beside the presentation and count if they arrive before the
+    #: final answer; turns still running then are cancelled and counted. A deviation from
+    #: MassGen, which waits for every vote.
     early_stop: bool = True
     #: Show the answers in a seeded random order per voter and round (position bias);
     #: the seed is recorded in the result (`shuffle_seed`) and can be fixed here.

@@ -78,6 +78,13 @@ class AgentState:
         for tool, n in (native.get("calls") or {}).items():
             self.native_calls[tool] = self.native_calls.get(tool, 0) + int(n)
 
+    def describe(self) -> dict[str, Any]:
+        """Who this agent is, for the run_started event."""
+        s = self.spec
+        return {"agent": s.id, "anonymous_id": self.anon, "model": s.model,
+                "provider": s.provider.name, "key": s.key_source, "endpoint": s.endpoint,
+                "stance": s.stance}
+
     def note(self, text: str) -> None:
         """Record a repair or a recovered failure, once per distinct text."""
         if text not in self.notes and len(self.notes) < 50:

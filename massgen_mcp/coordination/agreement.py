@@ -8,11 +8,16 @@
 - `split`:     the winner is tied with another answer (config order broke the tie);
 - `none`:      nobody voted (the run stopped before any vote).
 
-`share` is the winner's votes over the votes cast (0 when none were); after an early stop,
-the cancelled votes count as votes it did not get. An agent voting for
+`share` is the winner's votes over the votes cast (0 when none were). A live agent that did
+not vote (its vote was still on its way when the final answer was out, the run stopped
+first, ...) is not counted as a vote either way: `not_voted` says how many there were and
+`missing_votes` who and why. An agent voting for
 its own answer counts like any other voter: with every agent doing so the result is a
 `split`, never a win. `dissent` lists every answer that did not win, with its votes, its
 voters and their reasons (empty when the vote was unanimous).
+
+`split_problem` is the default decision rule: in a team of three or more, a winner needs at
+least two votes (unless `min_agreement` is set, which then decides alone).
 
 `decided` is the early-stop test: can the votes still outstanding change the winner, or
 push its share below `min_agreement`?
@@ -32,6 +37,11 @@ if TYPE_CHECKING:
 AgreementKind = Literal["unanimous", "majority", "plurality", "split", "none"]
 
 
+class MissingVote(BaseModel):
+    agent_id: str
+    reason: str
+
+
 class Agreement(BaseModel):
     """How strongly the team agreed on the winner."""
 
@@ -39,6 +49,9 @@ class Agreement(BaseModel):
                                             "votes), split (a tie) or none (no votes).")
     share: float = Field(description="The winner's share of the votes cast, 0 to 1.")
     votes: int = Field(default=0, description="Votes cast.")
+    not_voted: int = Field(default=0, description="Live agents that cast no vote.")
+    missing_votes: list[MissingVote] = Field(
+        default_factory=list, description="Each live agent that cast no vote, and why.")
 
 
 class DissentVote(BaseModel):
@@ -60,26 +73,47 @@ DISSENT_TEXT_CHARS = 300
 
 
 def agreement_of(winner: str | None, tally: Counter[str] | dict[str, int],
-                 uncast: int = 0) -> Agreement:
-    """The agreement on `winner` given the votes per candidate. `uncast`: votes an early
-    stop cancelled; they count as votes the winner did not get (a share never claims more
-    than was cast)."""
+                 missing: Sequence[MissingVote] = ()) -> Agreement:
+    """The agreement on `winner` given the votes per candidate (over the votes cast);
+    `missing`: the live agents that cast no vote, with why."""
     cast = sum(tally.values())
-    total = cast + uncast
-    if winner is None or cast == 0:
-        return Agreement(kind="none", share=0.0, votes=cast)
-    mine = tally.get(winner, 0)
-    share = round(mine / total, 4)
+    mine = tally.get(winner, 0) if winner is not None else 0
     kind: AgreementKind
-    if mine == total:
+    if winner is None or cast == 0:
+        kind = "none"
+    elif mine == cast:
         kind = "unanimous"
     elif any(n == mine for c, n in tally.items() if c != winner):
         kind = "split"
-    elif mine * 2 > total:
+    elif mine * 2 > cast:
         kind = "majority"
     else:
         kind = "plurality"
-    return Agreement(kind=kind, share=share, votes=cast)
+    return Agreement(kind=kind, share=round(mine / cast, 4) if kind != "none" else 0.0,
+                     votes=cast, not_voted=len(missing), missing_votes=list(missing))
+
+
+#: In a team of at least this many agents, a winner needs at least `SPLIT_MIN_VOTES` votes
+#: by default: one vote (its author's own, typically) is not a team decision.
+SPLIT_TEAM_SIZE = 3
+SPLIT_MIN_VOTES = 2
+
+
+def split_problem(team_size: int, live: int, votes: int, min_agreement: float | None,
+                  min_winner_votes: int | None = None) -> str | None:
+    """Why a winner with `votes` votes is no decision under the default rule, or None.
+    `min_agreement` set: it alone decides (checked by the caller). `min_winner_votes`
+    replaces the default need (1: any winner). The need never exceeds the live voters, so
+    a lone surviving agent still ends `degraded`, not `no_consensus`."""
+    if min_agreement is not None:
+        return None
+    need = min_winner_votes if min_winner_votes is not None else (
+        SPLIT_MIN_VOTES if team_size >= SPLIT_TEAM_SIZE else 1)
+    need = min(need, max(live, 1))
+    if votes >= need:
+        return None
+    return (f"a winner needs at least {need} votes in a team of {team_size} (a split is "
+            "not a decision; min_agreement or min_winner_votes changes the rule)")
 
 
 def decided(tally: Counter[str] | dict[str, int], candidates: Sequence[str], outstanding: int,
@@ -98,6 +132,18 @@ def decided(tally: Counter[str] | dict[str, int], candidates: Sequence[str], out
         if worst < min_agreement:
             return None
     return best
+
+
+def missing_votes(agents: list[AgentState], reasons: dict[str, str],
+                  status: str) -> list[MissingVote]:
+    """Each live agent without a standing vote, with why: the reason the run recorded
+    (`reasons`, by agent id), else one read from the run's status."""
+    fallback = ("has not voted yet" if status == "running" else
+                f"the run stopped ({status}) before it voted"
+                if status in ("timeout", "budget_exceeded", "cancelled", "interrupted") else
+                "did not vote before the vote was decided")
+    return [MissingVote(agent_id=a.spec.id, reason=reasons.get(a.spec.id, fallback))
+            for a in agents if a.live and a.vote is None]
 
 
 def dissent_of(agents: list[AgentState], winner: str | None) -> list[Dissent]:

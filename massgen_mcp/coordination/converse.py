@@ -45,7 +45,8 @@ from massgen_mcp.messages import (
     user,
 )
 
-Check = Callable[[list[ToolCall]], "Decision | list[str]"]
+#: A Decision, the problems to send back, or (str) why the turn gives no answer at all.
+Check = Callable[[list[ToolCall]], "Decision | list[str] | str"]
 
 
 class RunHooks(Protocol):
@@ -179,6 +180,8 @@ async def converse(
             a.note("took a text reply (no tool call after a reminder) as its first answer")
         if any(c.name in WORKFLOW_TOOLS for c in calls):
             outcome = check(calls)
+            if isinstance(outcome, str):
+                return outcome
             if isinstance(outcome, Decision):
                 if outcome.note:
                     a.note(outcome.note)

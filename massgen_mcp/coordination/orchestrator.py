@@ -5,25 +5,23 @@ One task per agent. Rules (see shared/reference/consensus-semantics.md):
 - every turn ends in exactly one `new_answer` or `vote`;
 - a new answer clears every vote and restarts every other agent (its in-flight provider
   call is cancelled), except an agent still working on its first answer;
-- an agent that has answered does not start its next turn while a live peer is still on its
-  first answer (up to `first_answer_wait_seconds`): that turn would be cancelled by the
-  peer's answer, so waiting costs no time and saves a call per agent;
+- an agent that has answered waits (`first_answer_wait_seconds`) while a live peer is on its
+  first answer: that turn would be cancelled by the peer's answer (turns.py);
 - a vote from an agent whose restart is pending is ignored;
-- the run ends when every live agent has voted, or sooner when the outstanding votes can no
-  longer change the winner (early stop, agreement.py; their turns are cancelled and
-  counted); most votes wins, ties go to config order;
-- a winner below `min_agreement` of the votes is no winner: the run ends `no_consensus`;
+- the vote is decided when every live agent has voted, or sooner when the outstanding votes
+  can no longer change the winner (early stop, early_stop.py); most votes wins, ties go to
+  config order;
+- a winner below `min_agreement` of the votes, or (by default, in a team of three or more)
+  with a single vote, is no winner: the run ends `no_consensus` (agreement.split_problem);
 - the winner presents the final answer (unless `skip_final_presentation`), checked against
-  its stored answer (presentation.py);
+  its stored answer (presentation.py); votes still outstanding keep running beside it and
+  count if they arrive before the final answer is out; then their turns are cancelled;
 - a member still working once its peers are done is cut off after a grace (stragglers.py);
 - answers are shown in a seeded order per voter and round (turns.py).
 
-Bounds: `orchestrator_timeout_seconds`, `max_total_tokens`, `max_cost_usd` and the per-run
-provider-call cap stop the run with the best answer so far; `max_new_answers_per_agent`
-(3 by default) makes an agent vote-only; an answer that repeats the agent's previous one is
-never new. A failed turn (a transient provider error, or no valid call within the attempts)
-is retried once; a second failed turn, or a permanent error (auth, unknown model), drops the
-agent.
+Bounds (time, tokens, cost, provider calls) stop the run with the best answer so far
+(budget.py); `max_new_answers_per_agent` makes an agent vote-only. A failed turn is retried
+once; a second failed turn, or a permanent error (auth, unknown model), drops the agent.
 """
 
 from __future__ import annotations
@@ -39,28 +37,21 @@ from massgen_mcp.backends import Backend
 from massgen_mcp.config.prices import agent_price
 from massgen_mcp.config.team import Team
 from massgen_mcp.coordination.agent import AgentState, Toolbox
-from massgen_mcp.coordination.agreement import agreement_of
 from massgen_mcp.coordination.answers import AnswerFormat, ParsedAnswer, TextAnswer
 from massgen_mcp.coordination.budget import Budget
-from massgen_mcp.coordination.early_stop import settled_vote
+from massgen_mcp.coordination.early_stop import (
+    CUT_AT_FINAL,
+    NO_NEW_TURN,
+    cut_at_final,
+    late_reason,
+    settled_vote,
+    verdict,
+)
 from massgen_mcp.coordination.presentation import present
-from massgen_mcp.coordination.result import (
-    RunResult,
-    RunStatus,
-    build_result,
-    candidates,
-    current_votes,
-    pick_winner,
-    status_error,
-)
+from massgen_mcp.coordination.result import RunResult, RunStatus, build_result, status_error
 from massgen_mcp.coordination.stragglers import Stragglers
-from massgen_mcp.coordination.turns import (
-    coordination_turn,
-    shuffle_seed,
-    wait_for_first_answers,
-)
+from massgen_mcp.coordination.turns import guarded_turn, shuffle_seed, wait_for_first_answers
 from massgen_mcp.coordination.workflow import Decision
-from massgen_mcp.errors import BackendError, TransientBackendError
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +103,11 @@ class Orchestrator:
         self._changed: anyio.Event | None = None
         self._presented = False
         self._no_consensus = False
-        self._early_stopped = 0
+        self._early_stopped = 0  # vote turns still running when the final answer was out
+        self._final_out = False
+        self._why_not_voted: dict[str, str] = {}  # agent id -> why it cast no vote
+        self._watch_scope = anyio.CancelScope()
+        self._loops: anyio.abc.TaskGroup | None = None
         self._stop_reason: RunStatus | None = None
         self._stop_detail: str | None = None
         self._consensus = False
@@ -134,10 +129,7 @@ class Orchestrator:
         self.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._emit("run_started", max_provider_calls=self.budget.call_cap,
                    call_timeout_seconds=self.budget.call_timeout_seconds,
-                   shuffle_seed=self.seed, agents=[
-            {"agent": a.spec.id, "anonymous_id": a.anon, "model": a.spec.model,
-             "provider": a.spec.provider.name, "key": a.spec.key_source,
-             "endpoint": a.spec.endpoint, "stance": a.spec.stance} for a in self.agents])
+                   shuffle_seed=self.seed, agents=[a.describe() for a in self.agents])
         if self.cfg.max_cost_usd is not None:
             for a in self.agents:
                 if a.price is None:
@@ -150,13 +142,13 @@ class Orchestrator:
                 outer.cancel()
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                tg.start_soon(self.stragglers.watch, self._changed_event)
+                tg.start_soon(self._watch_stragglers)
                 async with anyio.create_task_group() as loops:
+                    self._loops = loops
                     for agent in self.agents:
                         loops.start_soon(self._agent_loop, agent)
-                tg.cancel_scope.cancel()  # every agent is done: stop the straggler watch
-            if self._consensus:
-                await self._finish_with_winner()
+                self._watch_scope.cancel()  # every agent is done: stop the straggler watch
+                # leaving `tg` waits for the final presentation (`_finish`), if it started
         if outer.cancelled_caught and self._stop_reason is None:
             self._stop_reason = "timeout"
             self._emit("timeout", seconds=self.cfg.orchestrator_timeout_seconds)
@@ -177,17 +169,10 @@ class Orchestrator:
 
     def result(self) -> RunResult:
         """The current state as a RunResult (status `running` while the run is live)."""
-        status: RunStatus
-        if self._stop_reason is not None:
-            status = self._stop_reason
-        elif not self._finished:
-            status = "running"
-        elif self._no_consensus:
-            status = "no_consensus"
-        elif self._consensus:
-            status = "degraded" if any(not a.live for a in self.agents) else "completed"
-        else:
-            status = "failed"
+        status: RunStatus = self._stop_reason or (
+            "running" if not self._finished else "no_consensus" if self._no_consensus else
+            ("degraded" if any(not a.live for a in self.agents) else "completed")
+            if self._consensus else "failed")
         return build_result(
             self.agents, run_id=self.run_id, status=status, task=self.task,
             final=self._final, winner=self._winner, restarts=self._restarts,
@@ -196,12 +181,16 @@ class Orchestrator:
             elapsed=round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
             started_at=self.started_at, team=self.team.name, log_dir=self.log_dir,
             presented=self._presented, shuffle_seed=self.seed,
-            early_stop_cancelled_turns=self._early_stopped)
+            early_stop_cancelled_turns=self._early_stopped, not_voted=self._why_not_voted)
 
     # ------------------------------------------------------------------ the loop
 
     async def _agent_loop(self, a: AgentState) -> None:
         while a.live:
+            if self._consensus:  # the vote is decided: no new turn starts
+                if a.vote is None:
+                    self._why_not_voted.setdefault(a.spec.id, NO_NEW_TURN)
+                return
             if a.vote is not None and not a.restart_pending:
                 assert self._changed is not None
                 await self._changed.wait()
@@ -215,22 +204,17 @@ class Orchestrator:
                 a.turn_started = anyio.current_time()
                 self._signal_change()  # the straggler watch looks at who is working
                 try:
-                    outcome: Decision | str = await coordination_turn(
+                    outcome, permanent = await guarded_turn(
                         a, self.agents, cfg=self.cfg, fmt=self.fmt, task=self.task,
                         context=self.context, hooks=self.budget, seed=self.seed,
                         emit=self._emit)
-                    permanent = False
-                except BackendError as e:
-                    outcome, permanent = str(e), not isinstance(e, TransientBackendError)
-                except Exception as e:  # a backend bug must cost this agent a turn, not the run
-                    log.exception("agent %s: unexpected error", a.spec.id)
-                    outcome, permanent = f"unexpected error: {type(e).__name__}: {e}", False
                 finally:
                     a.scope = None
             if scope.cancelled_caught:
                 continue  # a newer answer arrived (or it was cut off): look again
-            if self._consensus:
-                return  # the vote ended (early stop) while this reply was on its way
+            if self._consensus:  # the vote was decided while this turn ran
+                self._late(a, outcome)
+                return
             a.longest_turn = max(a.longest_turn, anyio.current_time() - (a.turn_started or 0))
             if isinstance(outcome, str):
                 if permanent or a.failed_turns >= MAX_FAILED_TURNS:
@@ -289,6 +273,18 @@ class Orchestrator:
         self._check_consensus()
         self._signal_change()
 
+    def _late(self, a: AgentState, outcome: Decision | str) -> None:
+        """A turn that ended after the vote was decided: a vote counts (the final answer is
+        not out yet); anything else is recorded as why the agent cast no vote."""
+        why = late_reason(outcome, a.restart_pending, self._final_out)
+        if why is None and isinstance(outcome, Decision):
+            return self._on_vote(a, outcome)
+        self._why_not_voted[a.spec.id] = why = why or CUT_AT_FINAL
+        a.note(f"cast no vote: {why}")
+        self._emit("vote_missing", agent=a.spec.id, reason=why,
+                   message=f"{a.spec.id} cast no vote: {why}")
+        self._signal_change()  # a presentation waiting for this agent's turn goes on
+
     def _fail(self, a: AgentState, error: str) -> None:
         a.error = error
         a.vote = None
@@ -320,19 +316,35 @@ class Orchestrator:
         if early is None:
             return
         winner, outstanding = early
-        self._early_stopped = len(outstanding)
-        for b in outstanding:
-            b.note("its vote turn was cancelled: the outcome was already decided (early stop)")
-        self._emit("early_stop", winner=winner, cancelled_turns=len(outstanding),
+        self._emit("early_stop", winner=winner, outstanding=len(outstanding),
                    agents=[b.spec.id for b in outstanding],
-                   message=f"outcome decided: {len(outstanding)} outstanding vote turn(s) "
-                           "cancelled")
+                   message=f"outcome decided: the final answer starts while {len(outstanding)} "
+                           "vote(s) are still on their way (they count if they arrive first)")
         self._end_voting()
 
     def _end_voting(self) -> None:
+        """The vote is decided: the winner presents now, beside any outstanding votes."""
         self._consensus = True
+        self._watch_scope.cancel()  # a vote slower than the presentation is no straggler
         if self._tg is not None:
-            self._tg.cancel_scope.cancel()
+            self._tg.start_soon(self._finish)
+
+    async def _watch_stragglers(self) -> None:
+        with self._watch_scope:
+            await self.stragglers.watch(self._changed_event)
+
+    async def _finish(self) -> None:
+        """Present the final answer; then cancel the vote turns still running (counted)."""
+        await self._finish_with_winner()
+        self._final_out = True
+        running = cut_at_final(self.agents, self._why_not_voted)
+        self._early_stopped = len(running)
+        if running:
+            self._emit("votes_cancelled", agents=running,
+                       message=f"{len(running)} vote turn(s) still running when the final "
+                               f"answer was out were cancelled: {', '.join(running)}")
+        if self._loops is not None:
+            self._loops.cancel_scope.cancel()
 
     def _changed_event(self) -> anyio.Event:
         assert self._changed is not None
@@ -344,28 +356,24 @@ class Orchestrator:
         self._changed = anyio.Event()
 
     # ------------------------------------------------------------------ the end
-
     async def _finish_with_winner(self) -> None:
-        winner_id, tally = pick_winner(current_votes(self.agents), candidates(self.agents))
-        if winner_id is None:
+        v = verdict(self.cfg, self.agents)
+        if v.winner is None:
             return
-        w = next(a for a in self.agents if a.spec.id == winner_id)
-        self._winner = w
-        self._emit("consensus", winner=w.spec.id, label=w.label, tally=dict(tally),
-                   message=f"{w.spec.id} wins with {tally[w.spec.id]} votes")
+        w = self._winner = v.winner
+        self._emit("consensus", winner=w.spec.id, label=w.label, tally=dict(v.tally),
+                   message=f"{w.spec.id} wins with {v.tally[w.spec.id]} votes")
         self._final = w.answers[-1]  # stands if the presentation fails or is cut short
-        share = agreement_of(w.spec.id, tally, uncast=self._early_stopped).share
-        need = self.cfg.min_agreement
-        if need is not None and share < need:
+        if v.problem:
             self._no_consensus = True
-            self._stop_detail = (
-                f"no consensus: the leading answer ({w.spec.id}) has {tally[w.spec.id]} of "
-                f"{sum(tally.values())} votes ({share:.0%}), below min_agreement {need:g}")
-            self._emit("no_consensus", leader=w.spec.id, share=round(share, 4),
-                       min_agreement=need, tally=dict(tally), message=self._stop_detail)
+            self._stop_detail = v.problem
+            self._emit("no_consensus", leader=w.spec.id, min_agreement=self.cfg.min_agreement,
+                       tally=dict(v.tally), message=v.problem)
             return
         if self.cfg.skip_final_presentation or not w.live:
             return
+        while w.scope is not None:  # one agent does one thing at a time: its own vote first
+            await self._changed_event().wait()
         self._emit("presentation_started", agent=w.spec.id,
                    message=f"{w.spec.id} is presenting the final answer")
         self._final, self._presented = await present(w, self.agents, task=self.task,
@@ -380,12 +388,9 @@ class Orchestrator:
         self._finished = True
         if self._final is not None:
             return
-        winner_id, _ = pick_winner(current_votes(self.agents), candidates(self.agents))
-        if winner_id is not None:
-            self._winner = next(a for a in self.agents if a.spec.id == winner_id)
+        self._winner = verdict(self.cfg, self.agents).winner
+        if self._winner is not None:
             self._final = self._winner.answers[-1]
-
-    # ------------------------------------------------------------------ helpers
 
     def _emit(self, kind: str, **data: Any) -> None:
         if self._emit_sink is None:

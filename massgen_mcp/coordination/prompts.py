@@ -90,6 +90,13 @@ def turn_messages(
     stance: str | None = None,
 ) -> list[Message]:
     """One coordination turn: the task and the current answers (in `shown`'s order)."""
+    text = (task_block(task, context, instructions) + "\n\n" + answers_block(shown, noun)
+            + "\n\n" + turn_ending(own_label, noun, vote_only))
+    return [coordination_system(own_system, noun, sensitivity, stance), user(text)]
+
+
+def turn_ending(own_label: str | None, noun: str, vote_only: bool) -> str:
+    """The closing line of a coordination turn."""
     ending = []
     if own_label:
         ending.append(f"Your own latest {noun} is {own_label}.")
@@ -97,9 +104,20 @@ def turn_messages(
         ending.append(f"You may not submit more {noun}s now: call vote for the best one.")
     else:
         ending.append("Call new_answer or vote.")
-    text = (task_block(task, context, instructions) + "\n\n" + answers_block(shown, noun)
-            + "\n\n" + " ".join(ending))
-    return [coordination_system(own_system, noun, sensitivity, stance), user(text)]
+    return " ".join(ending)
+
+
+#: The reasons the run writes itself for votes it reads from other replies (turns.py).
+STANDS_BY = "no change: it stands by its answer (a text reply without a tool call)"
+RESUBMITTED = "re-submitted its answer unchanged"
+
+
+def protocol_texts(system_text: str, tools: list[ToolSpec], noun: str, instructions: str,
+                   own_label: str | None, vote_only: bool) -> list[str]:
+    """Every text of the protocol an agent sees in a coordination turn, except the task
+    and the answers: what an answer must not merely repeat (echo.py)."""
+    return [system_text, instructions, turn_ending(own_label, noun, vote_only),
+            answers_block([], noun), reminder(tools), REMINDER, STANDS_BY, RESUBMITTED]
 
 
 REMINDER = ("You did not call a tool. You must end this turn by calling exactly one tool: "

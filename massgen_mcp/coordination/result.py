@@ -4,7 +4,8 @@ assembly of a result from the agents' state.
 Statuses are truthful: `completed` means every agent is live and the vote is decided (all
 voted, or the outstanding votes could not change the winner: early stop); `degraded` means the
 live agents agreed but some were dropped or cut off (`error` names them and why);
-`no_consensus` means the winner's share of the votes was below `min_agreement` (no final
+`no_consensus` means the vote decided nothing: the winner's share was below `min_agreement`,
+or (by default, in a team of three or more) it had a single vote, a split (no final
 answer; the candidates and their votes are listed); `failed` means no agent is left. A
 `final_answer` the team did not agree on (timeout, budget, cancel, failed) carries
 `best_so_far: true`. Every result carries `agreement` and `dissent` (agreement.py) and the
@@ -18,7 +19,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from massgen_mcp.coordination.agreement import Agreement, Dissent, agreement_of, dissent_of
+from massgen_mcp.coordination.agreement import (
+    Agreement,
+    Dissent,
+    agreement_of,
+    dissent_of,
+    missing_votes,
+)
 
 if TYPE_CHECKING:
     from massgen_mcp.coordination.agent import AgentState as Agent
@@ -113,8 +120,8 @@ class Totals(BaseModel):
     votes: int = 0
     restarts: int = 0
     early_stop_cancelled_turns: int = Field(
-        default=0, description="Vote turns cancelled (or their late replies discarded) "
-                               "because the outcome was already decided (early stop).")
+        default=0, description="Vote turns still running when the final answer was out "
+                               "(cancelled; the outcome was already decided: early stop).")
 
 
 class FileChange(BaseModel):
@@ -207,11 +214,13 @@ class RunResult(BaseModel):
             head = "(best answer so far; the team did not agree on it)\n" + head
         lines = [head, ""]
         if self.winner:
-            # votes an early stop cut count in the total: "2/3", not "2/2"
-            total = sum(self.tally.values()) + self.totals.early_stop_cancelled_turns
+            # over the votes cast; who did not vote is said next to it
+            total = sum(self.tally.values())
             lines.append(f"— Winner: {self.winner.agent_id} ({self.winner.model}) with "
                          f"{self.winner.votes}/{total} votes ({self.agreement.kind}); status "
                          f"{self.status}; {self.elapsed_seconds:.1f}s; run {self.run_id}")
+            lines += [f"— No vote from {m.agent_id}: {m.reason}"
+                      for m in self.agreement.missing_votes]
         else:
             lines.append(f"— Status {self.status}; run {self.run_id}")
         for d in self.dissent:
@@ -318,6 +327,7 @@ def build_result(
     presented: bool = False,
     shuffle_seed: int | None = None,
     early_stop_cancelled_turns: int = 0,
+    not_voted: dict[str, str] | None = None,
 ) -> RunResult:
     """The result (or live snapshot) of a run from its agents' state. With status
     `no_consensus`, `winner` is the leading answer: it is measured, not returned as won."""
@@ -327,7 +337,7 @@ def build_result(
     if winner is not None and winner.answers:
         leader_id = winner.spec.id
     agreement = agreement_of(leader_id, {c: tally[c] for c in names},
-                             uncast=early_stop_cancelled_turns)
+                             missing_votes(agents, not_voted or {}, status))
     no_consensus = status == "no_consensus"
     by_anon = {a.anon: a for a in agents}
     totals = Totals(restarts=restarts, votes=len(votes),

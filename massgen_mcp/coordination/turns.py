@@ -8,8 +8,10 @@ is off, each voter sees the current answers in its own seeded random order, new 
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 
@@ -18,16 +20,20 @@ from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.answers import AnswerFormat
 from massgen_mcp.coordination.converse import RunHooks, converse
+from massgen_mcp.coordination.echo import EchoSources, schema_texts
 from massgen_mcp.coordination.workflow import (
+    ECHOED,
     REPEATED,
     Decision,
     decide,
     new_answer_tool,
     vote_tool,
 )
+from massgen_mcp.errors import BackendError, TransientBackendError
 from massgen_mcp.messages import Step, ToolCall
 
 Emit = Callable[..., None]
+log = logging.getLogger(__name__)
 
 
 def answer_order(agents: list[AgentState], a: AgentState, seed: int | None) -> list[AgentState]:
@@ -95,28 +101,56 @@ async def coordination_turn(
         sensitivity=cfg.voting_sensitivity, vote_only=not answer_ok, stance=a.spec.stance)
     emit("turn_started", agent=a.spec.id, sees=[s.label for s in shown])
     previous = a.answers[-1].text if a.answers else None
-    told_to_vote = False
+    echo = EchoSources.of(
+        [*schema_texts([new_answer_tool(fmt), vote_tool(targets)]), *prompts.protocol_texts(
+            messages[0].content, tools, fmt.noun, fmt.instructions(), a.label,
+            not answer_ok)], task, [b.vote.reason for b in agents if b.vote and b is not a])
+    # A text reply (no tool call, even after a reminder) from an agent with an answer is
+    # "no change": it stands by that answer. So is a second echo (below).
+    standing = Decision("vote", voted_for=a.anon,
+                        reason=prompts.STANDS_BY) if a.answers else None
+    told_to_vote = echoed = False
 
-    def check(calls: list[ToolCall]) -> Decision | list[str]:
-        nonlocal told_to_vote
+    def check(calls: list[ToolCall]) -> Decision | list[str] | str:
+        nonlocal told_to_vote, echoed
         outcome = decide(calls, fmt=fmt, may_answer=answer_ok, may_vote=bool(targets),
                          vote_targets=targets, previous_answer=previous,
-                         novelty=cfg.answer_novelty_requirement)
+                         novelty=cfg.answer_novelty_requirement, echo=echo)
         if isinstance(outcome, list) and outcome[0].startswith(REPEATED):
             if told_to_vote:  # it stands by its answer: that is a vote for it
-                return Decision("vote", voted_for=a.anon,
-                                reason="re-submitted its answer unchanged",
+                return Decision("vote", voted_for=a.anon, reason=prompts.RESUBMITTED,
                                 note="re-submitted its answer unchanged after being told "
                                      "to vote; counted as a vote for its own answer")
             told_to_vote = True
+        if isinstance(outcome, list) and outcome[0].startswith(ECHOED):
+            # an echo is handled like a text reply: one reminder (the problem), then none
+            what = outcome[0].split(": ", 1)[1].split(". Call", 1)[0]
+            a.note(f"refused an echo as an answer: {what}")
+            emit("echo_refused", agent=a.spec.id, problem=what, again=echoed,
+                 message=f"{a.spec.id}: not an answer, refused ({what})")
+            if echoed:
+                if standing is not None:
+                    a.note("echoed again after being told: counted as no change, a vote for "
+                           "its own answer")
+                    return standing
+                return f"echoed the protocol instead of answering, even after a reminder ({what})"
+            echoed = True
         return outcome
 
-    # A text reply (no tool call, even after a reminder) from an agent with an answer is
-    # "no change": it stands by that answer.
-    standing = Decision("vote", voted_for=a.anon, reason="no change: it stands by its answer "
-                        "(a text reply without a tool call)") if a.answers else None
     step = Step("coordinate", fmt.noun, a.label, tuple(targets), answer_ok)
     return await converse(a, messages, tools, check, hooks, step, standing=standing)
+
+
+async def guarded_turn(a: AgentState, agents: list[AgentState],
+                       **turn: Any) -> tuple[Decision | str, bool]:
+    """`coordination_turn`, with a failure read as (error text, is it permanent?)."""
+    try:
+        return await coordination_turn(a, agents, **turn), False
+    except BackendError as e:
+        return str(e), not isinstance(e, TransientBackendError)
+    except Exception as e:  # a backend bug must cost this agent a turn, not the run
+        log.exception("agent %s: unexpected error", a.spec.id)
+        return f"unexpected error: {type(e).__name__}: {e}", False
 
 
 def shuffle_seed(cfg: OrchestratorConfig, task: str, agent_ids: list[str]) -> int | None:

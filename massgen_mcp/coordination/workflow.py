@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from massgen_mcp.coordination.answers import AnswerFormat, AnswerRejected, ParsedAnswer
+from massgen_mcp.coordination.echo import EchoSources, echo_problem
 from massgen_mcp.messages import NEW_ANSWER, VOTE, WORKFLOW_TOOLS, ToolCall, ToolSpec
 
 NOVELTY_THRESHOLDS = {"lenient": None, "balanced": 0.70, "strict": 0.50}
@@ -52,6 +53,8 @@ class Decision:
 
 #: The start of the problem sent back for an answer that repeats the agent's previous one.
 REPEATED = "this answer repeats your previous one unchanged"
+#: The start of the problem sent back for an echo of the protocol (echo.py).
+ECHOED = "this is not an answer"
 
 
 _WORDS = re.compile(r"\w+")
@@ -104,11 +107,14 @@ def decide(
     vote_targets: list[str],
     previous_answer: str | None,
     novelty: str,
+    echo: EchoSources | None = None,
 ) -> Decision | list[str]:
     """Check the workflow calls of one model reply: a Decision, or the problems to report.
 
     An answer that repeats the previous one (`normalized`) is never new, whatever the
-    novelty setting: its problem starts with `REPEATED`.
+    novelty setting: its problem starts with `REPEATED`. An answer that only echoes the
+    protocol (`echo`: the tool schema, the instructions, a label, a vote's reason) is no
+    answer: its problem starts with `ECHOED`. A vote's reason is never checked.
     """
     sent = [c for c in calls if c.name in WORKFLOW_TOOLS]
     workflow = _distinct(sent)
@@ -130,6 +136,10 @@ def decide(
         answer = fmt.parse(call.arguments)
     except AnswerRejected as e:
         return [f"your {fmt.noun} was not accepted: {p}" for p in e.problems]
+    echoed = echo_problem(answer.text, echo) if echo is not None else None
+    if echoed:
+        return [f"{ECHOED}: {echoed}. Call new_answer with your own complete {fmt.noun} to the "
+                f"task itself, or vote for the best existing {fmt.noun}"]
     if previous_answer is not None and normalized(answer.text) == normalized(previous_answer):
         return [f"{REPEATED}, so it is not a new {fmt.noun}: if you stand by it, vote for it; "
                 f"otherwise vote for the best existing {fmt.noun}"]

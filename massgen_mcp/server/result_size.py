@@ -60,8 +60,8 @@ class CompactTotals(BaseModel):
     votes: int = 0
     restarts: int = 0
     early_stop_cancelled_turns: int = Field(
-        default=0, description="Vote turns cancelled because no outstanding vote could "
-                               "change the winner.")
+        default=0, description="Vote turns still running when the final answer was out "
+                               "(cancelled: no outstanding vote could change the winner).")
 
 
 class CompactRun(BaseModel):
@@ -85,7 +85,8 @@ class CompactRun(BaseModel):
         default=None, description="The structured final answer (plan and checkpoint modes).")
     winner: WinnerInfo | None = None
     agreement: dict[str, Any] | None = Field(
-        default=None, description="How strongly the team agreed: {kind, share}.")
+        default=None, description="How strongly the team agreed: {kind, share, votes, not_voted, "
+                                  "missing_votes}, over the votes cast.")
     dissent: list[Any] = Field(default_factory=list,
                                description="Who did not vote for the winner, and why.")
     tally: dict[str, int] = Field(default_factory=dict, description="Votes per agent id.")
@@ -204,10 +205,11 @@ def summary(view: CompactRun) -> str:
              f"{view.totals.total_tokens:,} tokens{cost}; run {view.run_id}")
     lines = []
     if view.winner:
-        # votes an early stop cut count in the total: "2/3", not "2/2"
-        total = sum(view.tally.values()) + view.totals.early_stop_cancelled_turns
+        total = sum(view.tally.values())  # over the votes cast; who did not vote follows
         agree = view.agreement or {}
         kind = f" ({agree['kind']})" if agree.get("kind") else ""
+        if agree.get("not_voted"):
+            kind = kind[:-1] + f"; {agree['not_voted']} did not vote)" if kind else ""
         lines.append(f"Winner: {view.winner.agent_id} ({view.winner.model}) with "
                      f"{view.winner.votes}/{total} votes{kind}; {stats}")
     else:

@@ -135,7 +135,8 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
                                                 "timeouts).")] = True,
         min_agreement: Annotated[float | None, Field(gt=0, le=1, description=(
             "Share of the votes the winner needs (e.g. 0.67); below it the run ends "
-            "no_consensus and lists the candidates instead of one answer."))] = None,
+            "no_consensus and lists the candidates instead of one answer. Unset: a winner "
+            "needs two votes in a team of three or more (a split is no decision)."))] = None,
         stances: Annotated[list[Annotated[str, Field(max_length=1000)]] | None, Field(
             max_length=32, description=(
                 "One stance per agent in team order: for, against, neutral or an "

@@ -198,8 +198,9 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
     ckpt = new_checkpoint_dir(session, objective=objective, action_goals=action_goals,
                               eval_criteria=eval_criteria, review_task=task)
     recording = _RecordingFormat(fmt, ckpt)
-    # Every reviewer's vote counts toward approval (majority or unanimous): no early stop.
-    team = team.with_overrides(early_stop=False)
+    # Every reviewer's vote counts toward approval (majority or unanimous): no early stop;
+    # the approval rule (agreement_problem) judges a split, so the run's own rule is off.
+    team = team.with_overrides(early_stop=False, min_winner_votes=1)
     prepared = engine.prepare_run(team, task, mode="checkpoint", answer_format=recording,
                                   title=objective, **prepare_kwargs)
     recording.redact = prepared.live.record.redact.value

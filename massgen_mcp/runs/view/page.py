@@ -123,7 +123,7 @@ def _chip(name: str, value: object) -> str:
 
 
 def _outcome(view: RunView) -> str:
-    total = sum(view.tally.values()) + int(view.totals.get("early_stop_cancelled_turns") or 0)
+    total = sum(view.tally.values())  # over the votes cast (agreement says who did not vote)
     if view.winner:
         w = view.winner
         who = (f'<div class="muted">Winner</div><div class="winner-name" id="winner">'
@@ -163,6 +163,9 @@ def _agreement(view: RunView) -> str:
         reasons = "; ".join(f'{v.get("voter")}: {v.get("reason")}' for v in d.get("voters", []))
         out.append(f'<div class="muted dissent">dissent: {esc(d.get("agent_id"))} '
                    f'({d.get("votes", 0)}) \u2014 {esc(_short(reasons, 300))}</div>')
+    for m in view.agreement.get("missing_votes") or []:  # live agents that cast no vote
+        out.append(f'<div class="muted missing-vote">no vote: {esc(m.get("agent_id"))} '
+                   f'\u2014 {esc(_short(str(m.get("reason") or ""), 200))}</div>')
     return "".join(out)
 
 
