@@ -38,6 +38,7 @@ import anyio
 from massgen_mcp.backends import Backend
 from massgen_mcp.config.prices import agent_price
 from massgen_mcp.config.team import Team
+from massgen_mcp.coordination import reviewers
 from massgen_mcp.coordination.agent import AgentState, Toolbox
 from massgen_mcp.coordination.agreement import agreement_of
 from massgen_mcp.coordination.answers import AnswerFormat, ParsedAnswer, TextAnswer
@@ -53,6 +54,7 @@ from massgen_mcp.coordination.result import (
     pick_winner,
     status_error,
 )
+from massgen_mcp.coordination.reviewers import reads
 from massgen_mcp.coordination.stragglers import Stragglers
 from massgen_mcp.coordination.turns import (
     coordination_turn,
@@ -102,6 +104,7 @@ class Orchestrator:
             for spec in team.agents
         ]
         self._by_anon = {a.anon: a for a in self.agents}
+        self.reviews = reviewers.set_up(self.cfg, task, self.agents)
         self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes),
                              stop=lambda detail: self.cancel("budget_exceeded", detail),
                              emit=self._emit)
@@ -194,7 +197,7 @@ class Orchestrator:
             elapsed=round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
             started_at=self.started_at, team=self.team.name, log_dir=self.log_dir,
             presented=self._presented, shuffle_seed=self.seed,
-            early_stop_cancelled_turns=self._early_stopped)
+            early_stop_cancelled_turns=self._early_stopped, reviews=self.reviews)
 
     # ------------------------------------------------------------------ the loop
 
@@ -254,6 +257,8 @@ class Orchestrator:
         a.restart_pending = False
         restarted = []  # agents whose vote or in-flight turn this answer makes stale
         for b in self.agents:
+            if not reads(b, a):
+                continue  # k reviewers: its view did not change (reviewers.py)
             voted, b.vote = b.vote is not None, None
             if b is a or not b.live:
                 continue

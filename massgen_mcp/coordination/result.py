@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from massgen_mcp.coordination.agreement import Agreement, Dissent, agreement_of, dissent_of
+from massgen_mcp.coordination.reviewers import Reviews
 
 if TYPE_CHECKING:
     from massgen_mcp.coordination.agent import AgentState as Agent
@@ -186,6 +187,9 @@ class RunResult(BaseModel):
                                   "were shown (position-bias control); null when not shuffled.")
     workspace: WorkspaceResult | None = Field(
         default=None, description="The winner's workspace, when the winner is a coding agent.")
+    reviews: Reviews | None = Field(
+        default=None, description="Big teams (k reviewers): who read whose answers; null "
+                                  "when every agent read every answer.")
 
     def summary_text(self) -> str:
         """The short readable rendering: the final answer, then who won with how many votes,
@@ -318,6 +322,7 @@ def build_result(
     presented: bool = False,
     shuffle_seed: int | None = None,
     early_stop_cancelled_turns: int = 0,
+    reviews: Reviews | None = None,
 ) -> RunResult:
     """The result (or live snapshot) of a run from its agents' state. With status
     `no_consensus`, `winner` is the leading answer: it is measured, not returned as won."""
@@ -384,5 +389,5 @@ def build_result(
                             sources=a.answer_sources)
                  for a in agents if a.answers],
         agents=infos, totals=totals, elapsed_seconds=elapsed, started_at=started_at,
-        team=team, error=error, log_dir=log_dir, shuffle_seed=shuffle_seed,
+        team=team, error=error, log_dir=log_dir, shuffle_seed=shuffle_seed, reviews=reviews,
     )

@@ -108,6 +108,12 @@ class CompactRun(BaseModel):
     app_resource: str = Field(default="", description="The run viewer as an MCP App "
                                                       "(ui:// resource), live while it runs.")
     log_dir: str = ""
+    reviews: dict[str, Any] | None = Field(
+        default=None, description="Big teams (k reviewers): {per_agent, seed, reads: agent "
+                                  "-> the agents whose answers it read}; null: all-to-all.")
+    follow_up_of: str | None = Field(
+        default=None, description="The run this run follows up (its task, final answer and "
+                                  "dissent were given to the team).")
     more: str = Field(default="", description="How to get every answer, usage and event.")
     # Only with get_run(detail=...):
     answers: list[AnswerInfo] | None = Field(
@@ -163,7 +169,8 @@ def compact(result: RunResult, detail: Detail = "summary",
                    "changed": [f"{c.change} {c.path}" for c in ws.changed],
                    "applied": ws.applied, "skipped": ws.skipped} if ws else None,
         resource=uri, answer_resource=f"{uri}/answer", log_dir=result.log_dir,
-        app_resource=APP_URI,
+        app_resource=APP_URI, reviews=_plain(getattr(result, "reviews", None)),
+        follow_up_of=getattr(result, "follow_up_of", None),
         more=f"get_run(run_id, detail='answers'|'agents'|'events'|'all'), or the resources "
              f"{uri}, {uri}/events")
     if detail in ("answers", "all"):

@@ -119,7 +119,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
             "Share of the votes the winner needs (e.g. 0.67); below it the run ends "
             "no_consensus and lists the candidates instead of one answer."))] = None,
         stances: Annotated[list[Annotated[str, Field(max_length=1000)]] | None, Field(
-            max_length=32, description=(
+            max_length=64, description=(
                 "One stance per agent in team order: for, against, neutral or an "
                 "instruction; 'agent_id=stance' names the agent."))] = None,
     ) -> Annotated[CallToolResult, CompactRun]:

@@ -70,7 +70,7 @@ class TeamChoice(_Strict):
     max_total_tokens: int | None = Field(default=None, gt=0)
     min_agreement: float | None = Field(default=None, gt=0, le=1)
     stances: list[Annotated[str, Field(max_length=1100)]] | None = Field(default=None,
-                                                                          max_length=32)
+                                                                          max_length=64)
 
     @field_validator("models")
     @classmethod
