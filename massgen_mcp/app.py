@@ -117,7 +117,7 @@ class App:
         max_answers_per_agent: int | None = None,
         timeout_s: float | None = None,
         max_total_tokens: int | None = None,
-        min_agreement: float | None = None,
+        min_agreement: float | dict[str, float] | None = None,
         stances: list[str] | None = None,
         from_tool: bool = False,
     ) -> Team:
@@ -131,7 +131,8 @@ class App:
             raise InputError(f"{words.timeout} must be a positive number of seconds")
         if max_answers_per_agent is not None and max_answers_per_agent < 1:
             raise InputError(f"{words.max_answers} must be at least 1")
-        if min_agreement is not None and not 0 < min_agreement <= 1:
+        shares = min_agreement.values() if isinstance(min_agreement, dict) else [min_agreement]
+        if any(v is not None and not 0 < v <= 1 for v in shares):
             raise InputError(f"{words.min_agreement} is the share of votes the winner needs: "
                              "a number above 0 and at most 1, e.g. 0.67")
         default_team = default_team or self.default_team

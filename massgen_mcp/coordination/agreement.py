@@ -39,6 +39,9 @@ class Agreement(BaseModel):
                                             "votes), split (a tie) or none (no votes).")
     share: float = Field(description="The winner's share of the votes cast, 0 to 1.")
     votes: int = Field(default=0, description="Votes cast.")
+    independent_share: float | None = Field(
+        default=None, description="The winner's share when each model family's votes count "
+                                  "once (families.py); null with no votes.")
 
 
 class DissentVote(BaseModel):

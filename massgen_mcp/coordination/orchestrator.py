@@ -38,12 +38,12 @@ import anyio
 from massgen_mcp.backends import Backend
 from massgen_mcp.config.prices import agent_price
 from massgen_mcp.config.team import Team
-from massgen_mcp.coordination import reviewers
 from massgen_mcp.coordination.agent import AgentState, Toolbox
 from massgen_mcp.coordination.agreement import agreement_of
 from massgen_mcp.coordination.answers import AnswerFormat, ParsedAnswer, TextAnswer
 from massgen_mcp.coordination.budget import Budget
 from massgen_mcp.coordination.early_stop import settled_vote
+from massgen_mcp.coordination.families import independence_shortfall
 from massgen_mcp.coordination.presentation import present
 from massgen_mcp.coordination.result import (
     RunResult,
@@ -54,7 +54,7 @@ from massgen_mcp.coordination.result import (
     pick_winner,
     status_error,
 )
-from massgen_mcp.coordination.reviewers import reads
+from massgen_mcp.coordination.reviewers import reads, set_up_reviews
 from massgen_mcp.coordination.stragglers import Stragglers
 from massgen_mcp.coordination.turns import (
     coordination_turn,
@@ -104,7 +104,7 @@ class Orchestrator:
             for spec in team.agents
         ]
         self._by_anon = {a.anon: a for a in self.agents}
-        self.reviews = reviewers.set_up(self.cfg, task, self.agents)
+        self.reviews = set_up_reviews(self.cfg, task, self.agents)
         self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes),
                              stop=lambda detail: self.cancel("budget_exceeded", detail),
                              emit=self._emit)
@@ -366,6 +366,11 @@ class Orchestrator:
                 f"{sum(tally.values())} votes ({share:.0%}), below min_agreement {need:g}")
             self._emit("no_consensus", leader=w.spec.id, share=round(share, 4),
                        min_agreement=need, tally=dict(tally), message=self._stop_detail)
+            return
+        short = independence_shortfall(self.cfg.min_independent_share, self.agents, w)
+        if short is not None:  # one model family's votes are not independent votes
+            self._no_consensus, self._stop_detail = True, short
+            self._emit("no_consensus", leader=w.spec.id, message=short)
             return
         if self.cfg.skip_final_presentation or not w.live:
             return

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from massgen_mcp.coordination.agreement import Agreement, Dissent, agreement_of, dissent_of
+from massgen_mcp.coordination.families import independence
 from massgen_mcp.coordination.reviewers import Reviews
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ class WinnerInfo(BaseModel):
     model: str
     label: str
     votes: int
+    families: int = Field(default=0, description="Distinct model families (vendor/model "
+                                                 "line) among the winner's voters.")
 
 
 class AgentInfo(BaseModel):
@@ -333,6 +336,9 @@ def build_result(
         leader_id = winner.spec.id
     agreement = agreement_of(leader_id, {c: tally[c] for c in names},
                              uncast=early_stop_cancelled_turns)
+    leader = next((a for a in agents if a.spec.id == leader_id), None)
+    families, independent = independence(agents, leader)
+    agreement.independent_share = None if agreement.kind == "none" else independent
     no_consensus = status == "no_consensus"
     by_anon = {a.anon: a for a in agents}
     totals = Totals(restarts=restarts, votes=len(votes),
@@ -376,7 +382,8 @@ def build_result(
                         if shown_winner is not None and shown_winner.answers else None),
         presented=presented and not no_consensus,
         winner=WinnerInfo(agent_id=shown_winner.spec.id, model=shown_winner.backend.model,
-                          label=shown_winner.label or "", votes=tally[shown_winner.spec.id])
+                          label=shown_winner.label or "", votes=tally[shown_winner.spec.id],
+                          families=families)
         if shown_winner is not None and shown_winner.answers else None,
         agreement=agreement,
         dissent=dissent_of(agents, leader_id),

@@ -64,7 +64,7 @@ def assign(agent_ids: list[str], k: int, seed: int) -> dict[str, list[str]]:
     return {ring[i]: [ring[(i + j) % n] for j in range(1, k + 1)] for i in range(n)}
 
 
-def set_up(cfg: OrchestratorConfig, task: str, agents: list[AgentState]) -> Reviews | None:
+def set_up_reviews(cfg: OrchestratorConfig, task: str, agents: list[AgentState]) -> Reviews | None:
     """Give each agent what it reads (`AgentState.reads`, anonymous ids) when the team is
     big enough for k reviewers; the assignment for the result, or None (all-to-all)."""
     k = reviewers_per_agent(cfg, len(agents))

@@ -213,6 +213,10 @@ def summary(view: CompactRun) -> str:
         total = sum(view.tally.values()) + view.totals.early_stop_cancelled_turns
         agree = view.agreement or {}
         kind = f" ({agree['kind']})" if agree.get("kind") else ""
+        if agree.get("independent_share") is not None and view.winner.families:
+            kind += (f"; independent share {agree['independent_share']:.0%} from "
+                     f"{view.winner.families} model famil"
+                     f"{'y' if view.winner.families == 1 else 'ies'}")
         lines.append(f"Winner: {view.winner.agent_id} ({view.winner.model}) with "
                      f"{view.winner.votes}/{total} votes{kind}; {stats}")
     else:

@@ -27,6 +27,8 @@ from massgen_mcp.server.result_size import (
     compact_result,
 )
 
+Share = Annotated[float, Field(gt=0, le=1)]
+
 
 class RunSummary(BaseModel):
     run_id: str
@@ -115,9 +117,10 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         wait: Annotated[bool, Field(description="false: return the run id at once and follow "
                                                 "it with get_run (for short client "
                                                 "timeouts).")] = True,
-        min_agreement: Annotated[float | None, Field(gt=0, le=1, description=(
-            "Share of the votes the winner needs (e.g. 0.67); below it the run ends "
-            "no_consensus and lists the candidates instead of one answer."))] = None,
+        min_agreement: Annotated[Share | dict[str, Share] | None, Field(description=(
+            "Share of the votes the winner needs (e.g. 0.67), or {share, independent_share} "
+            "(independent_share: each model family's votes count once); below it the run "
+            "ends no_consensus and lists the candidates instead of one answer."))] = None,
         stances: Annotated[list[Annotated[str, Field(max_length=1000)]] | None, Field(
             max_length=64, description=(
                 "One stance per agent in team order: for, against, neutral or an "

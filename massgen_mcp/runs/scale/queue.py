@@ -68,7 +68,8 @@ class TeamChoice(_Strict):
     max_answers_per_agent: int | None = Field(default=None, ge=1, le=1000)
     timeout_s: float | None = Field(default=None, gt=0, le=7 * 86400)
     max_total_tokens: int | None = Field(default=None, gt=0)
-    min_agreement: float | None = Field(default=None, gt=0, le=1)
+    min_agreement: Annotated[float, Field(gt=0, le=1)] | dict[
+        str, Annotated[float, Field(gt=0, le=1)]] | None = None
     stances: list[Annotated[str, Field(max_length=1100)]] | None = Field(default=None,
                                                                           max_length=64)
 

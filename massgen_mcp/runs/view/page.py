@@ -157,8 +157,14 @@ def _agreement(view: RunView) -> str:
     if not view.agreement:
         return ""
     kind, share = view.agreement.get("kind", ""), float(view.agreement.get("share") or 0)
+    independent = view.agreement.get("independent_share")
+    families = (view.winner or {}).get("families")
+    # families.py: how independent the majority was (each model family's votes once)
+    extra = (f' \u00b7 <span id="independence">independent share {float(independent):.0%}'
+             + (f" ({families} model famil{'y' if families == 1 else 'ies'})"
+                if families else "") + "</span>") if independent is not None else ""
     out = [f'<div class="winner-sub" id="agreement">{esc(kind)} \u00b7 {share:.0%} of the '
-           "votes</div>"]
+           f"votes{extra}</div>"]
     for d in view.dissent:
         reasons = "; ".join(f'{v.get("voter")}: {v.get("reason")}' for v in d.get("voters", []))
         out.append(f'<div class="muted dissent">dissent: {esc(d.get("agent_id"))} '
