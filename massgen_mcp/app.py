@@ -227,16 +227,24 @@ class App:
     def consensus(self, team: Team, task: str, *, context: str | None = None,
                   listener: Listener | None = None,
                   backend_context: BackendContext | None = None,
-                  run_id: str | None = None) -> PreparedRun:
+                  run_id: str | None = None, follow_up: RunResult | None = None,
+                  follow_up_of: str | None = None) -> PreparedRun:
         """A plain consensus run: free-text answers, the winner presents the final answer.
-        `run_id`: a worker executing the run a front end prepared (its record exists)."""
+        `run_id`: a worker executing the run a front end prepared (its record exists).
+        `follow_up`: the earlier run it continues (`previous_run`): the team is given its
+        decision; `follow_up_of` only records the chain (a worker's context has it)."""
         from massgen_mcp.modes.consensus.run import prepare_consensus
 
+        if follow_up is not None:
+            from massgen_mcp.modes.consensus.follow_up import with_follow_up
+
+            context, follow_up_of = with_follow_up(context, follow_up), follow_up.run_id
         prepared = prepare_consensus(self.engine, team, task, context=context,
                                      listener=listener, backend_context=backend_context,
-                                     run_id=run_id)
+                                     run_id=run_id, follow_up_of=follow_up_of)
         prepared.call = self._call(team, {"mode": "consensus", "task": prepared.task,
-                                          "context": prepared.context})
+                                          "context": prepared.context,
+                                          "follow_up_of": follow_up_of})
         return prepared
 
     def plan(self, team: Team, goal: str, *, depth: str = "dynamic",
@@ -276,6 +284,13 @@ class App:
     def get_run(self, run_id: str) -> RunResult:
         """A run as it stands: live in this process, else from its record."""
         return self.engine.get(run_id)
+
+    def previous_run(self, ref: str) -> RunResult:
+        """The run a follow-up continues: a run id or `latest`, looked up as `get_run` looks
+        a run up (one the caller cannot see is an unknown run); not one still running."""
+        from massgen_mcp.modes.consensus.follow_up import previous_run
+
+        return previous_run(ref, self.get_run, lambda: self.list_runs(20))
 
     def list_runs(self, limit: int = 20) -> list[RunResult]:
         """Recent runs, newest first."""

@@ -190,6 +190,8 @@ class RunResult(BaseModel):
                                   "were shown (position-bias control); null when not shuffled.")
     workspace: WorkspaceResult | None = Field(
         default=None, description="The winner's workspace, when the winner is a coding agent.")
+    follow_up_of: str | None = Field(
+        default=None, description="The run this run follows up (follow-ups: modes/consensus).")
     reviews: Reviews | None = Field(
         default=None, description="Big teams (k reviewers): who read whose answers; null "
                                   "when every agent read every answer.")

@@ -195,6 +195,7 @@ class Executor:
         a worker recorded it already), wake whoever waits and forget the live run."""
         if result.status == "interrupted" and not result.error:
             result.error = f"{self.stop_reason}; this is the best answer so far"
+        result.follow_up_of = result.follow_up_of or live.follow_up_of
         result = live.record.clean(result)  # what leaves the process: redacted, encodable
         if after is not None:
             try:

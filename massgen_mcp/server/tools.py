@@ -125,6 +125,10 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
             max_length=64, description=(
                 "One stance per agent in team order: for, against, neutral or an "
                 "instruction; 'agent_id=stance' names the agent."))] = None,
+        follow_up_of: Annotated[str | None, Field(max_length=200, description=(
+            "A finished run this task follows up (its run_id, or 'latest'): the team is "
+            "given that run's task, final answer and dissent, and the runs are linked."))
+        ] = None,
     ) -> Annotated[CallToolResult, CompactRun]:
         """Ask a team of models: each agent answers in parallel, sees the others' anonymized
         answers, improves its own or votes; the most-voted answer wins and its author presents
@@ -134,11 +138,14 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         notifications while it runs."""
         # Arguments first: a bad path is reported as such, before any team is chosen.
         full_context = app.context_for(context, files)
+        # looked up as get_run looks a run up: one the caller cannot see is unknown
+        previous = app.previous_run(follow_up_of) if follow_up_of else None
         chosen = await host.team_for(ctx, models=models, team=team, timeout_s=timeout_s,
                                      max_answers_per_agent=max_answers_per_agent,
                                      min_agreement=min_agreement, stances=stances)
         prepared = app.consensus(chosen, task, context=full_context,
-                                 backend_context=BackendContext(session=ctx.session))
+                                 backend_context=BackendContext(session=ctx.session),
+                                 follow_up=previous)
         return _tool_result(await host.run(prepared, ctx, wait), chosen.notes)
 
     @mcp.tool(title="Get a run", meta=RUN_TOOL_META)

@@ -85,6 +85,7 @@ class ConsensusCall(_Strict):
     mode: Literal["consensus"] = "consensus"
     task: str = Field(min_length=1, max_length=MAX_TASK_CHARS)
     context: str | None = Field(default=None, max_length=MAX_CONTEXT_CHARS)
+    follow_up_of: str | None = Field(default=None, max_length=200)
 
 
 class PlanCall(_Strict):
