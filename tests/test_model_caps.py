@@ -90,6 +90,7 @@ async def test_a_team_files_own_max_tokens_and_silent_servers_are_left_alone(
     with LocalServer("unknown", context=None) as quiet:
         result = await call(tmp_path, team_on(quiet, tmp_path), "run_consensus",
                             task="Capital of France?")
-    assert set(quiet.caps) == {4096} and "completion" not in quiet.probes
+    # (fast enough for the default cap: its speed was measured, nothing lowered)
+    assert set(quiet.caps) == {4096} and "completion" in quiet.probes
     text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
     assert "output cap lowered" not in text

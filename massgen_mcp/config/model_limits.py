@@ -13,7 +13,8 @@ run, each agent on a local server (a loopback base URL, or a local preset) witho
   model's `context_length`, at most Ollama's default 4,096 it serves without `num_ctx`).
   A reply never gets more than half the context (`CONTEXT_SHARE`): the rest is the prompt
   (the task and the answers the agent reviews).
-- **the deadline**: on a server that answered, one short timed completion (`PROBE_TOKENS`)
+- **the deadline**: on a server that answered, or whose `/v1/models` lists the model
+  (llama-cpp-python's server, LM Studio), one short timed completion (`PROBE_TOKENS`)
   measures its speed; a cap it cannot generate within `DEADLINE_SHARE` of the call deadline
   is lowered to what it can.
 
@@ -70,7 +71,8 @@ def _int(value: Any) -> int | None:
 
 
 async def _context(client: Any, base_url: str, model: str) -> tuple[int | None, str]:
-    """The context window the server reports, and where it said so."""
+    """The context window the server reports, and where it said so (`listed`: it did not
+    say, but its /v1/models lists the model: an OpenAI-compatible server of that model)."""
     root = _root(base_url)
     try:
         r = await client.get(f"{root}/props")
@@ -82,12 +84,15 @@ async def _context(client: Any, base_url: str, model: str) -> tuple[int | None, 
                 return n, "llama.cpp /props"
     except Exception:  # any reply that is not what a llama.cpp server sends: not one
         pass
+    listed = False
     try:
         r = await client.get(f"{base_url.rstrip('/')}/models")
         if r.status_code == 200:
             for m in r.json().get("data") or []:
-                if isinstance(m, dict) and m.get("id") == model and _int(m.get("max_model_len")):
-                    return m["max_model_len"], "vLLM /v1/models max_model_len"
+                if isinstance(m, dict) and m.get("id") == model:
+                    if _int(m.get("max_model_len")):
+                        return m["max_model_len"], "vLLM /v1/models max_model_len"
+                    listed = True
     except Exception:
         pass
     try:
@@ -104,7 +109,7 @@ async def _context(client: Any, base_url: str, model: str) -> tuple[int | None, 
                 return min(lengths[0], OLLAMA_DEFAULT_CTX), "Ollama /api/show"
     except Exception:
         pass
-    return None, ""
+    return None, "listed" if listed else ""
 
 
 async def _speed(client: Any, spec: AgentSpec, base_url: str) -> float | None:
@@ -136,9 +141,9 @@ async def server_limits(spec: AgentSpec) -> ServerLimits:
         return hit[1]
     async with httpx.AsyncClient(timeout=PROBE_SECONDS) as client:
         context, source = await _context(client, base_url, spec.model)
-        # only a server that said what it is gets a (billed-nowhere, but slow) completion
-        speed = await _speed(client, spec, base_url) if context else None
-    limits = ServerLimits(context, source, speed)
+        # only a server that knows the model gets a (billed-nowhere, but slow) completion
+        speed = await _speed(client, spec, base_url) if source else None
+    limits = ServerLimits(context, source if context else "", speed)
     _cache[key] = (time.monotonic(), limits)
     return limits
 
