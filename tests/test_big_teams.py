@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 import yaml
 from mcp_harness import memory_client
-from scripted_provider import Reply, ScriptedProvider, ScriptRequest, answer, own_label, vote
+from scripted_provider import (
+    Delay,
+    Reply,
+    ScriptedProvider,
+    ScriptRequest,
+    answer,
+    own_label,
+    vote,
+)
 
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
@@ -184,3 +192,39 @@ def test_a_team_over_64_agents_is_refused_with_the_cap() -> None:
         team_from_data(data, "huge.yaml", Environment({}))
     data["agents"] = data["agents"][:64]
     assert len(team_from_data(data, "big.yaml", Environment({})).agents) == 64
+
+
+async def test_a_new_answer_restarts_only_the_agents_that_read_it(
+        provider: ScriptedProvider, tmp_path: Path) -> None:
+    def late(req: ScriptRequest) -> Reply:
+        text = req.last_user_text
+        if "Present the best final" in text:
+            return answer("FINAL")
+        if own_label(req) is None:
+            return answer("a first draft")
+        mine = text.split("Your own latest answer is ", 1)[1].split()[0].rstrip(".")
+        if mine.endswith(".1"):  # revises once, after its peers have voted
+            return Delay(0.3, answer("a second, better draft"))
+        return vote(own_label(req) or "", "mine")
+
+    provider.script("late", late)
+    provider.script("m", big_team_agent)
+    data = {"agents": [{"id": "late", "backend": provider.backend("openai", "late",
+                                                                   max_retries=0)}]
+            + [{"id": f"a{i}", "backend": provider.backend("openai", "m", max_retries=0)}
+               for i in range(1, 8)],
+            "orchestrator": {"reviewers_per_agent": 2, "early_stop": False}}
+    path = tmp_path / "eight.yaml"
+    path.write_text(yaml.safe_dump(data))
+    async with memory_client(tmp_path, team=path) as client:
+        result = await client.call_tool("run_consensus", {"task": TASK})
+        out = result.structured_content
+        assert out is not None and out["status"] == "completed"
+        events = (await client.call_tool("get_run", {"run_id": out["run_id"],
+                                                     "detail": "events"})).structured_content
+    readers = {agent for agent, r in out["reviews"]["reads"].items() if "late" in r}
+    restarts = [e for e in events["events"] if e["kind"] == "restart"]
+    assert restarts, "the revision restarted nobody"
+    for e in restarts:
+        assert e["cause"] == "late" and set(e["agents"]) <= readers
+    assert len(readers) == 2

@@ -257,8 +257,8 @@ class Orchestrator:
         a.restart_pending = False
         restarted = []  # agents whose vote or in-flight turn this answer makes stale
         for b in self.agents:
-            if not reads(b, a):
-                continue  # k reviewers: its view did not change (reviewers.py)
+            if not reads(b, a):  # k reviewers: its view did not change (reviewers.py)
+                continue
             voted, b.vote = b.vote is not None, None
             if b is a or not b.live:
                 continue

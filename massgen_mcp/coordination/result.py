@@ -80,8 +80,7 @@ class WinnerInfo(BaseModel):
     model: str
     label: str
     votes: int
-    families: int = Field(default=0, description="Distinct model families (vendor/model "
-                                                 "line) among the winner's voters.")
+    families: int = Field(default=0, description="Model families among its voters.")
 
 
 class AgentInfo(BaseModel):
@@ -190,8 +189,7 @@ class RunResult(BaseModel):
                                   "were shown (position-bias control); null when not shuffled.")
     workspace: WorkspaceResult | None = Field(
         default=None, description="The winner's workspace, when the winner is a coding agent.")
-    follow_up_of: str | None = Field(
-        default=None, description="The run this run follows up (follow-ups: modes/consensus).")
+    follow_up_of: str | None = Field(default=None, description="The run this one follows up.")
     reviews: Reviews | None = Field(
         default=None, description="Big teams (k reviewers): who read whose answers; null "
                                   "when every agent read every answer.")
