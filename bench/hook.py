@@ -7,12 +7,14 @@ installed) and `python -m massgen_mcp.hook.main pre-tool-use`, each `--calls` ti
 in a temporary workspace with an active checkpoint plan, cycling through a benign Bash
 call, a dangerous one, a loop with substitutions, inline code and a pipe into a shell, an
 approved MCP call, a line that exercises the expansion step (braces, option prefixes, a
-script written then run, globs), Claude Code's heredoc commit message, and a Write.
+script written then run, globs), Claude Code's heredoc commit message, a Write, and the
+capability rules (a `cd` through a glob into the key directory, a wrapper no list names,
+an unknown program given code, a Grep over a secret directory).
 Prints median / p90 / min per form, plus a bare `python -c pass` for the interpreter's
 own start-up, and the load average (on a busy 2-CPU machine every figure, the bare
 interpreter's included, inflates two- to threefold;
 the CPU time per call, user + system of the hook process, is the figure load moves least).
-Goal: median under 150 ms per call.
+Goal: median under 80 ms per call (issue 29; on a quiet machine).
 
 Bytecode is cached as in a real install (pip compiles it): `PYTHONDONTWRITEBYTECODE` is
 dropped and `PYTHONPYCACHEPREFIX` points into a temp dir, after one warm-up call per form.
@@ -35,7 +37,7 @@ from massgen_mcp.hook.active import KEY_FILE_ENV
 from massgen_mcp.modes.checkpoint.schema import validate_checkpoint_plan
 from massgen_mcp.modes.checkpoint.store import init_session, new_checkpoint_dir, record_result
 
-GOAL_MS = 150
+GOAL_MS = 80
 PLAN = {"steps": [
     {"step": 1, "kind": "backup", "description": "Snapshot", "preconditions": [],
      "touches": ["shared_db"], "recovery": "terminate",
@@ -71,7 +73,13 @@ def _payloads(ws: Path) -> list[str]:
                                   "printf 'echo hi\\n' > x.sh && sh x.sh; cat .en? ~root/x"}),
              ("Bash", {"command": "git commit -m \"$(cat <<'EOF'\nFix parser\n\nCo-Authored"
                                   "-By: Claude <noreply@anthropic.com>\nEOF\n)\""}),
-             ("Write", {"file_path": str(ws / "src" / "a.py"), "content": "x"})]
+             ("Write", {"file_path": str(ws / "src" / "a.py"), "content": "x"}),
+             # capability rules: glob cd into the key dir, an unlisted wrapper, code given
+             # to an unknown program, a Grep over a directory that holds secrets
+             ("Bash", {"command": "cd ~/.config && cd mass*p && cat plan.k?y && cat marks/*"}),
+             ("Bash", {"command": "prlimit --nofile=64 fakeroot rm -rf ~/x; mytool -e 'x()' "
+                                  "| tclsh; awk '{print > \"/etc/x\"}' a"}),
+             ("Grep", {"pattern": "KEY", "path": "~/.ssh"})]
     return [json.dumps({"session_id": "b", "cwd": str(ws), "hook_event_name": "PreToolUse",
                         "tool_name": tool, "tool_input": args, "tool_use_id": "t"})
             for tool, args in calls]

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the engine and the team models load at the first run (start
     from massgen_mcp.backends import BackendContext
     from massgen_mcp.config.team import Team
     from massgen_mcp.coordination.result import RunResult
+    from massgen_mcp.modes.checkpoint.run import CheckpointResult
     from massgen_mcp.modes.checkpoint.store import CheckpointSession
     from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
     from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
@@ -167,7 +168,7 @@ class App:
         client's own model (only this process has the client's session)."""
         chosen = _chosen.get()
         if chosen is None or chosen[0] is not team or any(
-                a.provider.wire == "sampling" for a in team.agents):
+                a.provider.uses_client_model for a in team.agents):
             return None
         return {"call": call, "team": chosen[1]}
 
@@ -194,9 +195,8 @@ class App:
     def _check_cli_agents(self, team: Team, where: str) -> None:
         """A coding-agent CLI is a process with the user's login and tools: a tool call may
         only start one from a team the operator chose, unless they said otherwise."""
-        from massgen_mcp.backends.cli import CLI_WIRES
 
-        cli = [a.id for a in team.agents if a.provider.wire in CLI_WIRES]
+        cli = [a.id for a in team.agents if a.provider.coding_cli]
         if cli and not self.allow_cli_agents:
             raise InputError(
                 f"{where}: {', '.join(cli)} would start a coding-agent CLI (on the user's own "
@@ -267,17 +267,26 @@ class App:
     def checkpoint(self, team: Team, *, objective: str, action_goals: list[Any] | None = None,
                    eval_criteria: list[str] | str | None = None,
                    workspace_dir: str | None = None, listener: Listener | None = None,
-                   backend_context: BackendContext | None = None
-                   ) -> tuple[PreparedRun, Path]:
+                   backend_context: BackendContext | None = None,
+                   hold_irreversible: bool = False) -> tuple[PreparedRun, Path]:
         """A checkpoint review run and its audit directory; its `outcome` is the
-        `CheckpointResult`."""
+        `CheckpointResult`. `hold_irreversible`: a plan with irreversible steps is recorded
+        but not activated (the caller asks a person first)."""
         from massgen_mcp.modes.checkpoint.run import prepare_checkpoint
 
         return prepare_checkpoint(self.engine, team, objective=objective,
                                   action_goals=action_goals, eval_criteria=eval_criteria,
                                   workspace_dir=workspace_dir,
                                   approval=self.checkpoint_approval, listener=listener,
-                                  backend_context=backend_context)
+                                  backend_context=backend_context,
+                                  hold_irreversible=hold_irreversible)
+
+    def checkpoint_person_answered(self, out: CheckpointResult, verdict: str
+                                   ) -> CheckpointResult:
+        """What the person said about a held plan's irreversible steps (activates on yes)."""
+        from massgen_mcp.modes.checkpoint.run import person_answered
+
+        return person_answered(out, verdict)
 
     # ------------------------------------------------------------------ runs
 

@@ -166,7 +166,7 @@ HEALTH_CHECK = (
 
 def haproxy_config(port: int, servers: list[tuple[str, int]], admin_socket: Path,
                    mcp_ping: bool = True) -> str:
-    """The haproxy config the tests run (the README shows the same, for a real host).
+    """The haproxy config the tests run (docs/operators.md shows the same, for a real host).
     `mcp_ping`: health-check with an MCP ping (stateless replicas); else a TCP connect."""
     backends = "\n".join(f"    server {name} 127.0.0.1:{p} check" for name, p in servers)
     health = f"    option httpchk\n{HEALTH_CHECK}" if mcp_ping else "    # TCP checks"

@@ -78,14 +78,15 @@ def _messages(error: BaseException) -> str:
 
 
 def test_readme_haproxy_config_is_valid(_programs: str, tmp_path: Path) -> None:
-    """The haproxy config the README shows passes `haproxy -c` (as the tests' own does)."""
+    """The haproxy config the operators' page shows passes `haproxy -c` (as the tests' own
+    does)."""
     import re
     import subprocess
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    section = readme.split("### haproxy\n", 1)[1]
+    page = (Path(__file__).parent.parent / "docs" / "operators.md").read_text()
+    section = page.split("## haproxy\n", 1)[1]
     config = re.search(r"```\n(global\n.*?)```", section, re.S)
-    assert config, "no haproxy config block under '### haproxy' in README.md"
+    assert config, "no haproxy config block under '## haproxy' in docs/operators.md"
     text = config.group(1).replace("/run/haproxy/admin.sock", str(tmp_path / "admin.sock"))
     (tmp_path / "haproxy.cfg").write_text(text)
     check = subprocess.run([_programs, "-c", "-f", str(tmp_path / "haproxy.cfg")],

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -70,16 +70,18 @@ def _key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @asynccontextmanager
-async def checkpoint_server(cwd: Path, team: Path | None, **options: Any
+async def checkpoint_server(cwd: Path, team: Path | None,
+                            client: Mapping[str, Any] | None = None, /, **options: Any
                             ) -> AsyncIterator[Client]:
-    """The real server as `massgen-mcp --checkpoint-team TEAM [flags]` builds it, in memory."""
+    """The real server as `massgen-mcp --checkpoint-team TEAM [flags]` builds it, in memory;
+    `client`: the SDK Client's options (default: the 2025-11-25 handshake)."""
     app = App(cwd / ".massgen", checkpoint_team=str(team) if team else None,
               env=Environment({}, dotenv_dir=cwd), cwd=cwd, **options)
     mcp, host = build_server(app)
     async with anyio.create_task_group() as background:
         host.background = background
-        async with Client(mcp, mode="legacy") as client:
-            yield client
+        async with Client(mcp, **(client or {"mode": "legacy"})) as connected:
+            yield connected
         background.cancel_scope.cancel()
 
 

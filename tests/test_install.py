@@ -1,6 +1,7 @@
-"""The README's set-up as a new user runs it: a clean checkout, the README's install command
-in a fresh venv, then the registration `setup` wrote started by clients whose PATH lacks
-that venv (a plain MCP client, and the real Claude Code CLI's `claude mcp list`), and the
+"""The README's set-up as a new user runs it: a clean checkout in a fresh HOME, the README's
+install commands, the README's registration from a project of the reader's own, then the
+registration `setup` wrote started by clients whose PATH lacks that venv (a plain MCP
+client, and the real Claude Code CLI's `claude mcp list`), and the
 `/massgen` skill installed by the `skills` installer from npm.
 
 Slow (a real `pip install`, ~1 min): it is the one test of the first ten minutes. The
@@ -16,33 +17,40 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import pytest
 import yaml
 from agents import answer_then_vote
+from doc_pages import README, ROOT, bash_blocks, commands, lines_of, section
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_harness import write_team
+from test_quickstart import first_run
 from test_ship import closed_port
 from tiers import require_node_bin
 from wheelhouse import build_wheelhouse, offline_pip_env
 
-ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
 BIN = ROOT / "tests" / "js" / "node_modules" / ".bin"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
-def readme_setup_commands() -> list[str]:
-    """The two commands of the README's Install section (its first bash block)."""
-    section = README.read_text(encoding="utf-8").split("## Install\n", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert block, "the Install section starts with a bash block"
-    lines = [ln for ln in block.group(1).splitlines() if ln.strip()]
-    assert len(lines) == 2, f"the set-up is two commands, found {lines}"
+GITHUB = "https://github.com/massgen-mcp/massgen-mcp"
+
+
+def readme_install_commands() -> list[str]:
+    """The two commands of the README's Install section (its first bash block): the clone
+    into ~/massgen-mcp, then the venv and the install."""
+    lines = lines_of(bash_blocks(section(README, "## Install"))[0])
+    assert len(lines) == 2, f"the install is two commands, found {lines}"
     return lines
+
+
+def readme_register_commands() -> list[str]:
+    """The README's registration, run from the reader's own project."""
+    return commands(section(README, "## Use it from your coding agent"))
 
 
 def without_venv() -> dict[str, str]:
@@ -63,42 +71,76 @@ def client_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def test_readme_setup_is_two_commands_and_the_second_is_the_test_command() -> None:
-    install, tests = readme_setup_commands()
-    assert install.startswith("python3 -m venv .venv && .venv/bin/pip install -e ")
-    assert "massgen-mcp setup --client claude" in install and install.endswith("doctor")
-    assert tests == ".venv/bin/ruff check . && .venv/bin/python -m pytest"
+def test_readme_installs_into_a_clone_and_registers_from_the_readers_own_project() -> None:
+    clone, install = readme_install_commands()
+    assert clone == f"git clone {GITHUB} ~/massgen-mcp"
+    assert install.startswith(
+        "cd ~/massgen-mcp && python3 -m venv .venv && .venv/bin/pip install -e ")
+    cd, setup, check = readme_register_commands()
+    assert cd == "cd ~/your-project"  # never the massgen-mcp clone itself
+    assert setup == "~/massgen-mcp/.venv/bin/massgen-mcp setup --client claude"
+    assert check == "~/massgen-mcp/.venv/bin/massgen-mcp doctor"
+
+
+def test_readme_test_command_is_the_one_ci_runs() -> None:
+    """.ci/run ends with "exactly the README's test command"; the README shows it in both
+    forms (a fresh shell, and an activated venv)."""
+    dev = commands(section(README, "## Development"))
+    assert ".venv/bin/ruff check . && .venv/bin/python -m pytest" in dev
+    assert "ruff check . && python -m pytest" in dev
+    ci = (ROOT / ".ci" / "run").read_text().rstrip().splitlines()
+    assert ci[-1] == "ruff check . && python -m pytest"
+
+
+@dataclass
+class Installed:
+    """A clean checkout installed the README's way in a fresh HOME, registered from a project."""
+
+    home: Path
+    checkout: Path
+    project: Path
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A clean checkout of HEAD with the README's install command run in it."""
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """A clean checkout of HEAD installed with the README's commands in a fresh HOME (the
+    clone comes from this checkout instead of GitHub), then registered with Claude Code from a
+    project of the reader's own, with the README's commands."""
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs a git checkout")
-    checkout = tmp_path_factory.mktemp("fresh") / "massgen-mcp"
-    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(checkout)],
-                   check=True, timeout=120)
-    install, _ = readme_setup_commands()
+    home = tmp_path_factory.mktemp("home")
+    clone, install = readme_install_commands()
     env = without_venv()
+    env["HOME"] = str(home)
     env.update(offline_pip_env(build_wheelhouse(tmp_path_factory.mktemp("wheelhouse"))))
     env["OPENAI_API_KEY"] = "k-readme-install-1234"  # doctor then has a team to report
     env["OLLAMA_BASE_URL"] = f"http://127.0.0.1:{closed_port()}/v1"
-    done = subprocess.run(["bash", "-c", install], cwd=checkout, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
+    for command in (clone.replace(GITHUB, f"--quiet --no-hardlinks {ROOT}"), install):
+        done = subprocess.run(["bash", "-c", command], cwd=home, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=900)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    project = home / "your-project"
+    project.mkdir()
+    done = subprocess.run(["bash", "-c", " && ".join(readme_register_commands())], cwd=home,
+                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "starts, 10 tools" in done.stdout, done.stdout  # doctor started the registration
-    assert 'try: massgen-mcp run "' in done.stdout
-    # What it wrote (.venv, .mcp.json with this machine's path) leaves the clone clean.
+    assert re.search(r"starts, \d+ tools", done.stdout), done.stdout  # doctor started it
+    assert re.search(r'try: \S*massgen-mcp run "', done.stdout), done.stdout
+    checkout = home / "massgen-mcp"
+    # setup wrote into the project, not the clone; the clone's .venv is ignored.
+    assert (project / ".mcp.json").is_file()
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
                             cwd=checkout, capture_output=True, text=True, check=True).stdout
     assert status == "", status
-    return checkout
+    return Installed(home, checkout, project)
 
 
 def test_the_registration_starts_from_a_client_whose_path_lacks_the_venv(
-        installed: Path, tmp_path: Path) -> None:
-    entry = json.loads((installed / ".mcp.json").read_text())["mcpServers"]["massgen"]
-    exe = installed / ".venv" / "bin" / "massgen-mcp"
+        installed: Installed, tmp_path: Path) -> None:
+    entry = json.loads((installed.project / ".mcp.json").read_text())["mcpServers"]["massgen"]
+    exe = installed.checkout / ".venv" / "bin" / "massgen-mcp"
     assert entry["command"] == str(exe) and entry["args"] == []
     assert shutil.which("massgen-mcp", path=SYSTEM_PATH) is None or \
         Path(shutil.which("massgen-mcp", path=SYSTEM_PATH) or "").resolve() != exe.resolve()
@@ -114,17 +156,22 @@ def test_the_registration_starts_from_a_client_whose_path_lacks_the_venv(
 
 
 def test_the_installed_run_command_answers_on_a_team_this_machine_can_run(
-        installed: Path, provider, tmp_path: Path) -> None:
+        installed: Installed, provider, tmp_path: Path) -> None:
     provider.script("fresh1", answer_then_vote("Canberra", "agent1", final="Canberra."))
     provider.script("fresh2", answer_then_vote("Canberra too", "agent1", final="Canberra."))
     team = write_team(tmp_path / "team.yaml", provider, [("a", "openai", "fresh1"),
                                                         ("b", "anthropic", "fresh2")])
-    done = subprocess.run([str(installed / ".venv" / "bin" / "massgen-mcp"), "run",
+    done = subprocess.run([str(installed.checkout / ".venv" / "bin" / "massgen-mcp"), "run",
                            "What is the capital of Australia?", "--team", str(team)],
                           cwd=tmp_path, env=client_env(tmp_path), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Canberra."
+
+
+def test_the_readmes_first_run_works_in_the_fresh_install_with_no_key(
+        installed: Installed) -> None:
+    first_run(installed.home)
 
 
 def claude_mcp_list(project: Path, home: Path) -> str:
@@ -148,11 +195,11 @@ def approve_project(project: Path, home: Path) -> None:
     local.write_text(json.dumps({"enabledMcpjsonServers": ["massgen"]}))
 
 
-def test_claude_code_health_check_on_the_readme_registration(installed: Path,
+def test_claude_code_health_check_on_the_readme_registration(installed: Installed,
                                                              tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    shutil.copy(installed / ".mcp.json", project / ".mcp.json")
+    shutil.copy(installed.project / ".mcp.json", project / ".mcp.json")
     home = tmp_path / "home"
     home.mkdir()
     assert "massgen: " in (pending := claude_mcp_list(project, home))

@@ -1,14 +1,13 @@
 """The package's import contract: data flows down the layers, nothing imports upward.
 
-Every module of `massgen_mcp` is parsed (not imported), every import is read, those inside
-functions and under `if TYPE_CHECKING:` included, and held to the layer order below:
+The layers and the ban on import cycles are import-linter contracts in `pyproject.toml`
+(`[tool.importlinter]`, also run by `lint-imports`); lazy (function-level) and
+`if TYPE_CHECKING:` imports count. What import-linter does not say is checked here, on every
+module of `massgen_mcp` parsed (not imported), those same imports included:
 
-- a module imports only from its own part or from parts on a lower layer;
 - nothing imports a private (`_name`) module or name of another part;
-- no import cycle between modules, lazy (function-level) imports included; an import under
-  `if TYPE_CHECKING:` never runs, so it cannot close a running cycle (the cycles it closes
-  are listed in TYPE_ONLY_CYCLES, to be broken), and it still may not go up;
-- the PreToolUse hook imports the standard library and `massgen_mcp.paths`, nothing else.
+- the PreToolUse hook imports the standard library and `massgen_mcp.paths`, nothing else;
+- the package root imports nothing at start; only `App` reaches into the engine.
 
 A part is a top-level module or package of `massgen_mcp` (`config`, `runs`, ...); the package
 root (`massgen_mcp/__init__.py`, the Python API) is the part named "massgen_mcp".
@@ -23,24 +22,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "massgen_mcp"
 
-#: Lowest first. Parts on one layer may not import each other.
-LAYERS: list[tuple[str, ...]] = [
-    ("errors", "messages", "paths", "urls"),  # foundations: standard library (and pydantic)
-    ("hook",),  # the PreToolUse hook: standard library only, fast start
-    ("config",),  # teams, the environment, providers
-    ("redaction",),  # the secrets of a team and an environment, kept out of every output
-    ("inputs",),  # what a caller hands to a run: task and context (bounded, redacted), files
-    ("backends",),  # one module per wire format
-    ("tools",),  # what agents may call besides the workflow tools
-    ("coordination",),  # the orchestrator: prompts, workflow tools, the result
-    ("runs",),  # records, execution, the backend pool, the viewer
-    ("modes",),  # consensus, planning, checkpoint
-    ("app",),  # the facade every caller uses
-    ("massgen_mcp",),  # the Python API (the package root)
-    ("server", "eval"),  # the MCP server; the evaluation of teams against their members
-    ("cli",),  # the massgen-mcp command
-]
-RANK = {part: i for i, layer in enumerate(LAYERS) for part in layer}
 #: What the hook may import of the package (it runs on every tool call of the client).
 HOOK_MAY_IMPORT = {"massgen_mcp.paths"}
 
@@ -122,18 +103,17 @@ IMPORTS = all_imports()
 OWN = [i for i in IMPORTS if i.target == "massgen_mcp" or i.target.startswith("massgen_mcp.")]
 
 
-def test_every_part_has_a_layer() -> None:
-    parts = {part_of(m) for m in MODULES}
-    assert parts - RANK.keys() == set(), "give each new part of the package a layer in LAYERS"
-    assert RANK.keys() - parts == set(), "LAYERS names a part that is gone"
+def test_the_import_linter_contracts_hold() -> None:
+    """Layers (exhaustive: a new part needs its place) and no cycles at any depth. In a
+    process of its own: import-linter configures logging, which other tests read."""
+    import subprocess
 
-
-def test_nothing_imports_upward() -> None:
-    upward = [str(i) for i in OWN
-              if part_of(i.source) != part_of(i.target)
-              and RANK[part_of(i.target)] >= RANK[part_of(i.source)]]
-    assert upward == [], "move the imported code down, or the importing code up:\n" + \
-        "\n".join(upward)
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
+         "sys.exit(lint_imports(config_filename=sys.argv[1], no_cache=True, no_logo=True))",
+         str(PACKAGE.parent / "pyproject.toml")],
+        cwd=PACKAGE.parent, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_no_private_imports_across_parts() -> None:
@@ -141,65 +121,6 @@ def test_no_private_imports_across_parts() -> None:
         any(p.startswith("_") and p != "__version__" for p in i.target.split(".")[1:])
         or any(n.startswith("_") and n != "__version__" for n in i.names))]
     assert private == [], "make the helper public where it belongs:\n" + "\n".join(private)
-
-
-def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan), and self-imports."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(edges.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1 or v in edges.get(v, ()):
-                found.append(sorted(component))
-
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return found
-
-
-def test_no_import_cycles_lazy_ones_included() -> None:
-    edges: dict[str, set[str]] = {}
-    for i in OWN:
-        if not i.type_only and i.target in MODULES:
-            edges.setdefault(i.source, set()).add(i.target)
-    cycles = _cycles(edges)
-    detail = [str(i) for i in OWN if not i.type_only
-              and any(i.source in c and i.target in c for c in cycles)]
-    assert cycles == [], "break the cycle:\n" + "\n".join(detail)
-
-
-#: Cycles closed only by an `if TYPE_CHECKING:` import (they never run). To be broken with a
-#: Protocol on the importing side, then removed from here.
-TYPE_ONLY_CYCLES: list[list[str]] = []
-
-
-def test_no_type_only_cycles_but_the_known_ones() -> None:
-    edges: dict[str, set[str]] = {}
-    for i in OWN:
-        if i.target in MODULES:
-            edges.setdefault(i.source, set()).add(i.target)
-    assert _cycles(edges) == TYPE_ONLY_CYCLES
 
 
 def test_the_hook_imports_the_standard_library_and_paths_only() -> None:
@@ -232,7 +153,6 @@ def test_the_contract_sees_lazy_and_type_only_imports() -> None:
     [typed] = _imports("massgen_mcp.errors", guarded)
     assert (inner.target, inner.type_only) == ("massgen_mcp.config.team", False)
     assert (typed.target, typed.type_only) == ("massgen_mcp.app", True)
-    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
     assert len(OWN) > 300  # every module was read
 
 
@@ -248,3 +168,20 @@ def test_app_is_the_only_door() -> None:
                      or (i.target == "massgen_mcp.runs.engine" and not i.type_only))
                 and not all(n[:1].isupper() for n in i.names)]
     assert reaches == [], "add the App method the caller needs:\n" + "\n".join(reaches)
+
+
+def test_capabilities_are_asked_of_the_provider() -> None:
+    """What a provider can do is an attribute of `Provider` (config/providers.py), not a
+    comparison of its wire format spread over the package (the backend registry may still
+    look a wire format up: that is what it maps)."""
+    allowed = {"massgen_mcp.config.providers"}
+    compared = []
+    for module, path in MODULES.items():
+        if module in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Compare) and any(
+                    isinstance(side, ast.Attribute) and side.attr == "wire"
+                    for side in [node.left, *node.comparators]):
+                compared.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert compared == [], "add a capability to Provider and ask it:\n" + "\n".join(compared)

@@ -50,7 +50,7 @@ def test_setup_twice_changes_nothing_and_keeps_user_content(tmp_path: Path) -> N
         "updated .mcp.json (mcpServers.massgen)",
         "updated .codex/config.toml ([mcp_servers.massgen])",
         "created .cursor/mcp.json (mcpServers.massgen)",
-        "updated .claude/settings.json (PreToolUse hook)",
+        "updated .claude/settings.json (PreToolUse hook and Bash sandbox)",
         "updated CLAUDE.md (checkpoint instructions)",
     ])
     after_first = snapshot(tmp_path)
@@ -65,7 +65,10 @@ def test_setup_twice_changes_nothing_and_keeps_user_content(tmp_path: Path) -> N
     assert cursor["mcpServers"]["massgen"]["command"] == "massgen-mcp"
 
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
-    assert settings["permissions"] == USER_SETTINGS["permissions"]
+    # The user's rules are kept; the sandbox's deny rules for the file tools are added.
+    assert settings["permissions"]["allow"] == USER_SETTINGS["permissions"]["allow"]
+    assert "Read(~/.ssh/**)" in settings["permissions"]["deny"]
+    assert settings["sandbox"]["enabled"] is True  # the OS sandbox comes with the hook
     assert settings["hooks"]["PostToolUse"] == USER_SETTINGS["hooks"]["PostToolUse"]
     pre = settings["hooks"]["PreToolUse"]
     assert pre[0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
@@ -86,7 +89,7 @@ def test_setup_in_an_empty_project_creates_files(tmp_path: Path) -> None:
     changes = run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md",
                         command=["massgen-mcp"])
     assert changes == ["created .mcp.json (mcpServers.massgen)",
-                       "created .claude/settings.json (PreToolUse hook)",
+                       "created .claude/settings.json (PreToolUse hook and Bash sandbox)",
                        "created AGENTS.md (checkpoint instructions)"]
     assert (tmp_path / "AGENTS.md").read_text().startswith(MD_BEGIN)
     assert run_setup(tmp_path, clients=["claude"], hooks=True, instructions="AGENTS.md",
@@ -131,7 +134,7 @@ def test_codex_table_outside_the_block_is_an_error(tmp_path: Path) -> None:
     (tmp_path / ".codex").mkdir()
     path = tmp_path / ".codex" / "config.toml"
     path.write_text('[mcp_servers.massgen]\ncommand = "mine"\n')
-    with pytest.raises(InputError, match="outside the massgen-mcp block"):
+    with pytest.raises(InputError, match="without the massgen-mcp marker"):
         run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None)
     assert path.read_text() == '[mcp_servers.massgen]\ncommand = "mine"\n'
 
@@ -213,9 +216,28 @@ def test_a_massgen_server_the_user_wrote_is_found_however_it_is_spelled(
     (tmp_path / ".codex").mkdir()
     path = tmp_path / ".codex" / "config.toml"
     path.write_text(theirs)
-    with pytest.raises(InputError, match=r"already defines the massgen server"):
+    with pytest.raises(InputError, match=r"already defines the massgen server|inline table"):
         run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None, command=["m"])
     assert path.read_text() == theirs
+
+
+def test_a_file_from_an_older_setup_is_converted_and_the_users_text_kept(
+        tmp_path: Path) -> None:
+    """Older versions wrote the table between marker comments; the block becomes our marked
+    table, every byte of the user's text around it stays."""
+    from massgen_mcp.cli.setup import TOML_BEGIN, TOML_END
+
+    (tmp_path / ".codex").mkdir()
+    path = tmp_path / ".codex" / "config.toml"
+    mine = '# mine\nmodel = "o3"  # kept\n'
+    path.write_text(f'{mine}\n{TOML_BEGIN}\n[mcp_servers.massgen]\ncommand = "old"\n'
+                    f'args = []\n{TOML_END}\n')
+    run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None, command=["m", "x"])
+    text = path.read_text()
+    assert text.startswith(mine) and TOML_BEGIN not in text and TOML_END not in text
+    assert tomllib.loads(text)["mcp_servers"]["massgen"]["args"] == ["x"]
+    assert run_setup(tmp_path, clients=["codex"], hooks=False, instructions=None,
+                     command=["m", "x"]) == []
 
 
 def test_codex_dotted_keys_and_inline_tables_of_other_servers(tmp_path: Path) -> None:
@@ -277,6 +299,30 @@ def test_sandbox_is_merged_into_the_users_settings_once(tmp_path: Path,
     assert run_setup(tmp_path, ["claude"], hooks=True, instructions=None,
                      command=["massgen-mcp"], sandbox=True, allow_domains=["pypi.org"]) == []
     assert snapshot(tmp_path) == before
+
+
+def test_the_hook_comes_with_the_sandbox_unless_told_otherwise(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]
+                                                                ) -> None:
+    """The hook alone is advisory: `setup --hooks` turns the OS sandbox on; `--no-sandbox`
+    is the explicit way to leave Bash unconfined; `--sandbox` is accepted and changes
+    nothing."""
+    from massgen_mcp.cli.main import main
+
+    base = ["setup", "--client", "claude", "--hooks", "--command", "massgen-mcp"]
+    default, bare, alias = (tmp_path / n for n in ("default", "bare", "alias"))
+    for d in (default, bare, alias):
+        d.mkdir()
+    assert main([*base, "--dir", str(default)]) == 0
+    assert "PreToolUse hook and Bash sandbox" in capsys.readouterr().out
+    assert main([*base, "--no-sandbox", "--dir", str(bare)]) == 0
+    assert main([*base, "--sandbox", "--dir", str(alias)]) == 0
+    read = [json.loads((d / ".claude" / "settings.json").read_text())
+            for d in (default, bare, alias)]
+    assert read[0]["sandbox"]["enabled"] is True and read[0]["sandbox"]["failIfUnavailable"]
+    assert "sandbox" not in read[1] and "permissions" not in read[1]
+    assert read[1]["hooks"] == read[0]["hooks"]
+    assert read[2] == read[0]
 
 
 def test_sandbox_is_claude_codes_and_a_bad_sandbox_section_is_an_error(tmp_path: Path) -> None:

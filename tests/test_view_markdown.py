@@ -41,13 +41,28 @@ def test_markdown_keeps_model_output_as_text(hostile: str) -> None:
 def test_markdown_renders_the_common_subset() -> None:
     html = render_markdown("## Plan\n\n1. first *step*\n2. `code` and ~~old~~\n   - nested\n\n"
                            "```python\nprint('<hi>')\n```\n\n> quoted\n\n---\nplain https://x.example/a")
+    html = html.replace("\n", "")
     assert "<h4>Plan</h4>" in html
     assert "<ol><li>first <em>step</em></li><li><code>code</code> and <del>old</del>" in html
     assert "<ul><li>nested</li></ul>" in html
-    assert '<pre><code class="lang-python">print(&#x27;&lt;hi&gt;&#x27;)</code></pre>' in html
+    assert '<pre><code class="lang-python">print(\'&lt;hi&gt;\')</code></pre>' in html
     assert "<blockquote><p>quoted</p></blockquote>" in html and "<hr>" in html
     assert '<a href="https://x.example/a" rel="noopener noreferrer nofollow">' in html
 
+
+def test_markdown_renders_what_models_write_as_a_reader_expects() -> None:
+    """The forms the hand-written renderer got wrong: code inside a numbered list, setext
+    headings, indented code, links whose URL holds parentheses; table alignment is a class
+    (the viewer's CSP forbids inline style)."""
+    html = render_markdown("Title\n=====\n\n1. step\n\n   ```sh\n   ls -l\n   ```\n2. next\n\n"
+                           "para\n\n    indented <code>\n\n"
+                           "[w](https://en.wikipedia.org/wiki/Foo_(bar))\n\n"
+                           "| a | b |\n|:-:|--:|\n| 1 | 2 |").replace("\n", "")
+    assert "<h3>Title</h3>" in html
+    assert '<li><p>step</p><pre><code class="lang-sh">ls -l</code></pre></li><li>' in html
+    assert "<pre><code>indented &lt;code&gt;</code></pre>" in html
+    assert 'href="https://en.wikipedia.org/wiki/Foo_(bar)"' in html
+    assert '<th class="center">a</th><th class="right">b</th>' in html and "style" not in html
 
 
 def test_diff_marks_the_changed_words_and_escapes_them() -> None:

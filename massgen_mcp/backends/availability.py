@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.backends.cli.availability import CliStatus, cli_statuses
 from massgen_mcp.config.choose import resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.local import local_models, local_team_models
-from massgen_mcp.config.prices import PRICES_AS_OF, price_table
+from massgen_mcp.config.prices import price_table, prices_as_of
 from massgen_mcp.config.providers import PROVIDERS
 from massgen_mcp.errors import MassgenError
 from massgen_mcp.paths import bundled_team_names
@@ -54,9 +53,9 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
                       show_hint: bool = False) -> list[ProviderStatus]:
     out = []
     for p in PROVIDERS.values():
-        if p.name in ("chatcompletion", "sampling", "function", "test") or p.wire in CLI_WIRES:
+        if p.name in ("chatcompletion", "sampling", "function", "test") or p.coding_cli:
             continue  # coding-agent CLIs are reported by cli_statuses()
-        if p.wire == "ag2":  # an optional extra, with the keys of its llm_config entries
+        if p.keys_from_its_config:  # AG2 (an optional extra): keys of its llm_config
             from massgen_mcp.backends.ag2 import ag2_status_fix
 
             fix = ag2_status_fix()
@@ -104,4 +103,4 @@ async def backends_report(env: Environment, default_team: str | None = None, *,
                           bundled_teams=bundled_team_names(),
                           sampling_available=sampling_available,
                           coding_agents=await cli_statuses(env, ask=ask_clis),
-                          prices=price_table(), prices_as_of=PRICES_AS_OF)
+                          prices=price_table(), prices_as_of=prices_as_of())

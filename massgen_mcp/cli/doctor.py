@@ -24,6 +24,7 @@ from massgen_mcp.config.env import Environment
 if TYPE_CHECKING:
     from massgen_mcp.cli.clients import ClientView
     from massgen_mcp.cli.probe import Probe
+    from massgen_mcp.cli.protection import Protection
     from massgen_mcp.cli.registrations import Registration
 
 NO_TEAM = "no team can run yet"
@@ -36,6 +37,7 @@ class Findings:
     probes: list[Probe]
     views: dict[str, ClientView | None]  # per registered client; None: the client can't tell
     hook: str | None
+    protection: Protection | None = None  # which layers guard Bash here (protection.py)
 
     @property
     def can_run(self) -> bool:
@@ -91,6 +93,9 @@ def doctor_main(args: argparse.Namespace) -> int:
     project = Path(args.dir).resolve()
     env = Environment(dotenv_dir=project)
     found = anyio.run(_gather, project, env, not getattr(args, "no_clients", False))
+    from massgen_mcp.cli.protection import protection
+
+    found.protection = protection(project)
     if args.json:
         _print_json(found)
     else:
@@ -102,6 +107,7 @@ def _print_json(f: Findings) -> None:
     views = {c: (asdict(v) if v else None) for c, v in f.views.items()}
     print(json.dumps({
         "report": f.report.model_dump(mode="json"), "can_run": f.can_run, "hook": f.hook,
+        "protection": asdict(f.protection) if f.protection else None,
         "registrations": [{"client": r.client, "path": str(r.path), "command": r.argv,
                            "starts": p.ok, "tools": p.tools, "problem": p.problem,
                            "fix": p.fix, "client_state": views.get(r.client)}
@@ -154,6 +160,8 @@ def _print_text(f: Findings, project: Path, out: TextIO) -> None:
             print(f"       {client} says: {view.state} ({view.detail})"
                   + (f"\n       → {view.fix}" if view.fix and not view.ok else ""), file=out)
     print(f"  {'ok ' if f.hook else '-- '}{'hook':<8} {f.hook or 'no PreToolUse hook'}", file=out)
+    if f.protection:
+        _print_protection(f.protection, out)
     print("\nNext steps:", file=out)
     if not f.can_run:
         print(f"  - {NO_TEAM}: set a provider key (see above), start a local model server, "
@@ -167,3 +175,10 @@ def _print_text(f: Findings, project: Path, out: TextIO) -> None:
         print(f"  - {v.client}: {v.state}" + (f": {v.fix}" if v.fix else ""), file=out)
     if f.can_run:
         print('  - try: massgen-mcp run "What is the capital of Australia?"', file=out)
+
+
+def _print_protection(p: Protection, out: TextIO) -> None:
+    """Which layers guard Bash here, in plain words, and the fix when it is not a boundary."""
+    print(f"\nProtection: {p.summary}", file=out)
+    if p.fix:
+        print(f"  → {p.fix}", file=out)

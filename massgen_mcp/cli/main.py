@@ -212,11 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
                        default=None, help="client to register with; repeatable (default: claude)")
     setup.add_argument("--hooks", action="store_true",
                        help="add the PreToolUse checkpoint hook to .claude/settings.json")
-    setup.add_argument("--sandbox", action="store_true",
-                       help="turn on Claude Code's own OS sandbox for Bash (bubblewrap on "
+    setup.add_argument("--sandbox", action=argparse.BooleanOptionalAction, default=None,
+                       help="Claude Code's own OS sandbox for Bash (bubblewrap + socat on "
                             "Linux, Seatbelt on macOS): writes only in the project and a "
                             "private temp dir, the guard's key and your credential stores "
-                            "unreadable (with --client claude)")
+                            "unreadable. On by default with --hooks (the hook alone is "
+                            "advisory); --no-sandbox leaves Bash unconfined")
     setup.add_argument("--allow-domain", action="append", default=[], dest="allow_domains",
                        metavar="DOMAIN", help="with --sandbox: a domain sandboxed commands "
                                               "may reach without asking; repeatable")

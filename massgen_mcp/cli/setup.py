@@ -5,14 +5,12 @@ Idempotent: running it twice changes nothing. It only touches what it owns:
 - Claude Code `.mcp.json`, Cursor `.cursor/mcp.json`, Gemini CLI `.gemini/settings.json`:
   `mcpServers.massgen`; VS Code `.vscode/mcp.json`: `servers.massgen`. An existing entry
   keeps its other keys (`env`, ...); only what setup owns is set.
-- Codex `.codex/config.toml`: a managed block between marker comments holding
-  `[mcp_servers.massgen]`, appended at the end of the file the first time (a TOML table runs
-  to the next header, so the end is the one safe place) and rewritten in place later.
-  Everything outside the markers is the user's. The result is read back with `tomllib` and
-  must mean the user's file plus our table and nothing else; a `massgen` server the user
-  defined themselves (a table, dotted keys or an inline table) is an error, not a duplicate.
-  (A TOML writer such as tomli-w would rewrite the whole file and drop the user's comments
-  and layout; the managed block keeps every byte outside it.)
+- Codex `.codex/config.toml`: a `[mcp_servers.massgen]` table, edited with tomlkit, which
+  keeps the user's comments and layout byte for byte. Our table carries the comment
+  `# managed by massgen-mcp setup`; a `massgen` server without it is the user's own (a table,
+  dotted keys or an inline table) and is an error, not a duplicate. Files written by older
+  versions (a block between marker comments) are converted. An inline `mcp_servers` table
+  has no room for the comment, so it is refused with the fix.
 - `.claude/settings.json` (with hooks): one PreToolUse entry running
   `<command> hook pre-tool-use`, found again by its command and never duplicated; other
   hooks and settings are kept.
@@ -22,10 +20,12 @@ program outside a virtual environment, else the executable's absolute path, so t
 starts it whatever its PATH.
 - CLAUDE.md / AGENTS.md (with instructions): a block between `<!-- massgen-mcp:begin -->`
   and `<!-- massgen-mcp:end -->`.
-- `.claude/settings.json` (with sandbox): Claude Code's own OS sandbox for Bash
-  (bubblewrap on Linux, Seatbelt on macOS) under `sandbox`, and `permissions.deny` rules for
-  Claude Code's file tools; see `sandbox_settings`. Keys setup does not own are kept; list
-  entries it owns are merged in, never duplicated.
+- `.claude/settings.json` (with the hook, unless `--no-sandbox`; or `--sandbox` alone):
+  Claude Code's own OS sandbox for Bash (bubblewrap on Linux, Seatbelt on macOS) under
+  `sandbox`, and `permissions.deny` rules for Claude Code's file tools; see
+  `sandbox_settings`. The sandbox is the boundary (what a Bash call can touch at all); the
+  hook is the policy inside it (what a plan approves). Keys setup does not own are kept;
+  list entries it owns are merged in, never duplicated.
 
 All files are read and checked before any is written, so a malformed JSON file stops the
 whole run with a clear error and nothing half-done.
@@ -36,7 +36,6 @@ from __future__ import annotations
 import copy
 import json
 import shlex
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,8 @@ HOOK_MATCHER = "Bash|Read|Grep|Write|Edit|MultiEdit|NotebookEdit|mcp__.*"
 HOOK_TIMEOUT_S = 10
 HOOK_ARGS = "hook pre-tool-use"
 MD_BEGIN, MD_END = "<!-- massgen-mcp:begin -->", "<!-- massgen-mcp:end -->"
+TOML_MANAGED = "managed by massgen-mcp setup"
+# The marker block older versions wrote; found and converted.
 TOML_BEGIN = "# >>> massgen-mcp (managed by `massgen-mcp setup`; edits inside are replaced)"
 TOML_END = "# <<< massgen-mcp"
 # Consensus and checkpoint runs take minutes; Codex's defaults (10 s start, 60 s per call)
@@ -240,52 +241,56 @@ def _replace_block(text: str, begin: str, end: str, block: str, where: str) -> s
     return text[:start] + block.rstrip("\n") + text[stop + len(end):]
 
 
-def _codex_block(command: list[str]) -> str:
-    def toml(value: Any) -> str:  # JSON strings and lists are valid TOML basic values
-        return json.dumps(value, ensure_ascii=False)
+def _codex_table(command: list[str]) -> Any:
+    import tomlkit
 
-    return "\n".join([
-        TOML_BEGIN, "[mcp_servers.massgen]", f"command = {toml(command[0])}",
-        f"args = {toml(list(command[1:]))}",
-        f"startup_timeout_sec = {CODEX_STARTUP_TIMEOUT_S}",
-        f"tool_timeout_sec = {CODEX_TOOL_TIMEOUT_S}", TOML_END, "",
-    ])
-
-
-def _toml(text: str, path: Path, what: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{path} {what} is not valid TOML ({e}); fix it and run setup "
-                         "again") from None
+    table = tomlkit.table()
+    table.comment(TOML_MANAGED)
+    table.update({"command": command[0], "args": list(command[1:]),
+                  "startup_timeout_sec": CODEX_STARTUP_TIMEOUT_S,
+                  "tool_timeout_sec": CODEX_TOOL_TIMEOUT_S})
+    table.add(tomlkit.nl())
+    return table
 
 
 def _codex_text(text: str, command: list[str], path: Path) -> str:
-    _toml(text, path, "")  # a broken file is the user's to fix, not ours to rewrite
-    outside = text
-    start = text.find(TOML_BEGIN)
-    if start != -1 and text.find(TOML_END, start) != -1:
-        outside = text[:start] + text[text.find(TOML_END, start) + len(TOML_END):]
-    theirs = _toml(outside, path, "without the massgen-mcp block")
-    servers = theirs.get("mcp_servers")
-    if isinstance(servers, dict) and "massgen" in servers:
-        raise InputError(f"{path} already defines the massgen server (mcp_servers.massgen) "
-                         "outside the massgen-mcp block; remove it (setup manages it) and rerun")
-    block = _codex_block(command)
-    wanted = {**theirs, "mcp_servers": {**(servers if isinstance(servers, dict) else {}),
-                                        "massgen": tomllib.loads(block)["mcp_servers"]["massgen"]}}
-    # In place first (a second run changes no byte); at the end if keys the user added after
-    # the block would fall into our table; else the file's own layout forbids the table.
-    for new in (_replace_block(text, TOML_BEGIN, TOML_END, block, str(path)),
-                _replace_block(outside, TOML_BEGIN, TOML_END, block, str(path))):
-        try:
-            if tomllib.loads(new) == wanted:
-                return new
-        except tomllib.TOMLDecodeError:
-            continue
-    raise InputError(f"{path}: cannot add a [mcp_servers.massgen] table to this file (is "
-                     "mcp_servers an inline table?); write its servers as [mcp_servers.<name>] "
-                     "tables, or add the massgen entry by hand (see the README), and rerun")
+    import tomlkit
+    from tomlkit.container import OutOfOrderTableProxy
+    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.items import InlineTable, Table
+
+    start = text.find(TOML_BEGIN)  # a block written by an older setup: ours, replaced
+    if start != -1 and (stop := text.find(TOML_END, start)) != -1:
+        text = text[:start].rstrip("\n") + "\n" + text[stop + len(TOML_END):].lstrip("\n")
+        text = "" if not text.strip() else text
+    try:
+        doc = tomlkit.parse(text)
+    except TOMLKitError as e:
+        raise InputError(f"{path} is not valid TOML ({e}); fix it and run setup "
+                         "again") from None
+    servers = doc.get("mcp_servers")
+    if isinstance(servers, InlineTable) or (
+            servers is not None and not isinstance(servers, Table | OutOfOrderTableProxy)):
+        raise InputError(f"{path}: mcp_servers is an inline table, which has no room for the "
+                         "massgen-mcp marker; write its servers as [mcp_servers.<name>] tables, "
+                         "or add the massgen entry by hand (see the docs), and rerun")
+    table = _codex_table(command)
+    if servers is None:
+        servers = tomlkit.table(is_super_table=True)
+        servers.add("massgen", table)
+        doc.add("mcp_servers", servers)
+    elif "massgen" in servers:
+        old = servers["massgen"]
+        if not (isinstance(old, Table) and TOML_MANAGED in old.trivia.comment):
+            raise InputError(f"{path} already defines the massgen server (mcp_servers.massgen) "
+                             "without the massgen-mcp marker; remove it (setup manages it) "
+                             "and rerun")
+        if old.unwrap() == table.unwrap():
+            return text  # a second run changes no byte
+        servers["massgen"] = table
+    else:
+        servers["massgen"] = table
+    return tomlkit.dumps(doc)
 
 
 def run_setup(
@@ -295,13 +300,16 @@ def run_setup(
     instructions: str | None,
     command: list[str] | None = None,
     *,
-    sandbox: bool = False,
+    sandbox: bool | None = None,
     allow_domains: list[str] | None = None,
 ) -> list[str]:
     """Write the registrations, hook and instructions; return what changed ([] if nothing).
 
     `command` is what clients run to start the server (default: `launch_command()`).
-    `sandbox`: turn on Claude Code's OS sandbox for Bash (`sandbox_settings`)."""
+    `sandbox`: turn on Claude Code's OS sandbox for Bash (`sandbox_settings`); None (the
+    default) means "with the hook": the hook alone is advisory, the sandbox is the boundary."""
+    if sandbox is None:
+        sandbox = hooks
     if not command:
         from massgen_mcp.cli.launch import launch_command
 
@@ -346,7 +354,7 @@ def run_setup(
     if "codex" in clients:
         plan_text(CLIENT_FILES["codex"], lambda t, p: _codex_text(t, command, p),
                   "[mcp_servers.massgen]")
-    if sandbox and "claude" not in clients:
+    if sandbox and not hooks and "claude" not in clients:
         raise InputError("--sandbox is Claude Code's sandbox: use it with --client claude")
     if hooks or sandbox:
         edits = [e for e, on in ((_hook_entry(command), hooks),

@@ -39,7 +39,7 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
     provider = PROVIDERS[b.type]
     path = f"{where}: agents[{index}].backend"
     model = b.model or provider.default_model
-    if not model and provider.wire != "sampling":
+    if not model and provider.needs_model:
         raise ConfigError(f"{path}.model: this field is required for type '{b.type}'")
     # A local server that is not on its default port: OLLAMA_BASE_URL, LMSTUDIO_BASE_URL, ...
     moved = env.get(f"{provider.name.upper()}_BASE_URL") if provider.local else None
@@ -54,9 +54,9 @@ def _resolve_agent(agent: AgentConfig, index: int, env: Environment, where: str)
                               "set AZURE_OPENAI_ENDPOINT or backend.base_url")
     api_key = b.api_key
     key_source = "team file" if api_key is not None else None
-    if api_key is None and provider.wire != "sampling" and not provider.local:
+    if api_key is None and not provider.uses_client_model and not provider.local:
         key_env = provider.key_env
-        if provider.wire == "ag2":  # the first llm_config entry's provider (config/ag2.py)
+        if provider.keys_from_its_config:  # the first llm_config entry's provider (config/ag2.py)
             key_env = primary_key_env(b, base_url)
         if b.type == "chatcompletion" and base_url:
             match = provider_for_base_url(base_url)
@@ -205,7 +205,7 @@ def team_from_data(
         raise ConfigError("\n".join([*problems, *unset_lines, *(str(m) for m in missing)]))
     lost = unhonoured(data)
     for i, spec in enumerate(agents):
-        for what, paths in native_losses(spec.provider.name, spec.provider.wire, spec.backend,
+        for what, paths in native_losses(spec.provider, spec.backend,
                                          f"agents[{i}].backend").items():
             lost.setdefault(what, []).extend(paths)
     warning = team_warning(where, lost)

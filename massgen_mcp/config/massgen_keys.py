@@ -11,13 +11,16 @@ from __future__ import annotations
 import difflib
 import typing
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from massgen_mcp.config.ag2 import AG2_BACKEND_KEYS, is_ag2
 from massgen_mcp.config.ag2 import losses as ag2_losses
 from massgen_mcp.config.team import VOTING_SENSITIVITY, TeamConfig
+
+if TYPE_CHECKING:
+    from massgen_mcp.config.providers import Provider
 
 _CUSTOM = "agents do not get MassGen's custom tools"
 _MEDIA = "agents cannot generate images, audio or video"
@@ -191,7 +194,7 @@ def _chat_backends(data: Any) -> set[str]:
         kind = a.get("backend", {}).get("type") if isinstance(a, dict) and isinstance(
             a.get("backend"), dict) else None
         p = PROVIDERS.get(str(kind).lower()) if kind else None
-        if p is not None and p.wire == "openai_chat":
+        if p is not None and p.openai_compatible:
             out.add(f"agents[{i}].backend")
     return out
 
@@ -243,16 +246,16 @@ NATIVE_TOOLS: dict[str, tuple[frozenset[str], str]] = {
 PASS_THROUGH = ("top_k", "chat_template_kwargs")
 
 
-def native_losses(provider: str, wire: str, backend: Any, path: str) -> dict[str, list[str]]:
+def native_losses(provider: Provider, backend: Any, path: str) -> dict[str, list[str]]:
     """Native-tool and pass-through keys set on a backend that cannot honour them."""
     out: dict[str, list[str]] = {}
     for key, (providers, lost) in NATIVE_TOOLS.items():
-        if getattr(backend, key, False) and provider not in providers:
-            out.setdefault(f"{lost} (not available on type {provider})", []).append(
+        if getattr(backend, key, False) and provider.name not in providers:
+            out.setdefault(f"{lost} (not available on type {provider.name})", []).append(
                 f"{path}.{key}")
     for key in PASS_THROUGH:
         if getattr(backend, key, None) is not None and (
-                wire != "openai_chat" or provider == "azure_openai"):
+                not provider.openai_compatible or provider.name == "azure_openai"):
             out.setdefault(f"{key} is not sent (only OpenAI-compatible servers take it)",
                            []).append(f"{path}.{key}")
     return out

@@ -55,7 +55,7 @@ _cache: dict[tuple[str, str], tuple[float, ServerLimits]] = {}
 
 def is_local(spec: AgentSpec) -> bool:
     url = spec.base_url or spec.provider.base_url or ""
-    return spec.provider.wire == "openai_chat" and bool(url) and (
+    return spec.provider.openai_compatible and bool(url) and (
         spec.provider.local or is_loopback_url(url))
 
 

@@ -1,112 +1,108 @@
-"""What provider calls cost: a maintained USD price table for the bundled providers' models.
+"""What provider calls cost, from genai-prices (the pydantic team's maintained price data).
 
-Prices are list prices in US dollars per million tokens (input, output) for standard,
-non-batch, non-cached requests at short prompt lengths, as the providers published them on
-`PRICES_AS_OF`. A model that is not in the table has an unknown cost (`None`): never a guess.
-Local servers (ollama, lmstudio, vllm, sglang, and any chatcompletion endpoint on loopback)
-cost nothing in money. Update the table when prices change; `list_backends` shows it.
+A hand-kept table goes stale the week a provider changes its prices, and every cost figure
+the project reports (results, budgets, eval) rests on it; genai-prices is kept current by its
+maintainers and knows tiered prices (a long prompt costs more per token on some models), dated
+snapshots and aliases. It is imported the first time a price is needed, never at start.
+
+A model genai-prices does not know has an unknown cost (`None`): never a guess. Local servers
+(ollama, lmstudio, vllm, sglang, and any chatcompletion endpoint on loopback) cost nothing.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from massgen_mcp.config.team import AgentSpec
 
-PRICES_AS_OF = "2025-10"
+LOCAL_PROVIDERS = frozenset({"ollama", "lmstudio", "vllm", "sglang"})
+
+# Our provider names -> genai-prices provider ids. Azure OpenAI deployments are billed at
+# OpenAI's list prices, under the deployment's model name.
+_SOURCE_PROVIDER = {
+    "openai": "openai", "azure_openai": "openai", "claude": "anthropic", "gemini": "google",
+    "grok": "x-ai", "deepseek": "deepseek", "openrouter": "openrouter", "groq": "groq",
+    "together": "together", "cerebras": "cerebras", "fireworks": "fireworks",
+    "mistral": "mistral", "moonshot": "moonshotai", "zai": "zai",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """US dollars per million input (prompt) and output (completion, incl. thinking) tokens."""
+    """US dollars per million input and output tokens at the model's base tier, and the
+    genai-prices reference that prices a call exactly (tiers included)."""
 
     input_per_mtok: float
     output_per_mtok: float
+    provider_id: str | None = None
+    model_ref: str | None = None
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+        if self.provider_id is None or self.model_ref is None:
+            return (input_tokens * self.input_per_mtok
+                    + output_tokens * self.output_per_mtok) / 1e6
+        return _calc(self.provider_id, self.model_ref, input_tokens, output_tokens)
 
 
 FREE = Price(0.0, 0.0)
-
-# provider name -> model -> price. Model names without date suffixes (see `price_for`).
-PRICES: dict[str, dict[str, Price]] = {
-    "openai": {
-        "gpt-5": Price(1.25, 10.0),
-        "gpt-5-mini": Price(0.25, 2.0),
-        "gpt-5-nano": Price(0.05, 0.40),
-        "gpt-4.1": Price(2.0, 8.0),
-        "gpt-4.1-mini": Price(0.40, 1.60),
-        "gpt-4.1-nano": Price(0.10, 0.40),
-        "gpt-4o": Price(2.50, 10.0),
-        "gpt-4o-mini": Price(0.15, 0.60),
-        "o3": Price(2.0, 8.0),
-        "o4-mini": Price(1.10, 4.40),
-        "o3-mini": Price(1.10, 4.40),
-    },
-    "claude": {
-        "claude-opus-4-1": Price(15.0, 75.0),
-        "claude-opus-4": Price(15.0, 75.0),
-        "claude-sonnet-4-5": Price(3.0, 15.0),
-        "claude-sonnet-4": Price(3.0, 15.0),
-        "claude-3-7-sonnet": Price(3.0, 15.0),
-        "claude-haiku-4-5": Price(1.0, 5.0),
-        "claude-3-5-haiku": Price(0.80, 4.0),
-    },
-    "gemini": {
-        "gemini-2.5-pro": Price(1.25, 10.0),
-        "gemini-2.5-flash": Price(0.30, 2.50),
-        "gemini-2.5-flash-lite": Price(0.10, 0.40),
-        "gemini-2.0-flash": Price(0.10, 0.40),
-        "gemini-2.0-flash-lite": Price(0.075, 0.30),
-    },
-    "grok": {
-        "grok-4": Price(3.0, 15.0),
-        "grok-3": Price(3.0, 15.0),
-        "grok-3-mini": Price(0.30, 0.50),
-    },
-    "deepseek": {
-        "deepseek-chat": Price(0.28, 0.42),
-        "deepseek-reasoner": Price(0.28, 0.42),
-    },
-}
-# Azure OpenAI deployments of the same models are billed at OpenAI's list prices.
-PRICES["azure_openai"] = PRICES["openai"]
-
-LOCAL_PROVIDERS = frozenset({"ollama", "lmstudio", "vllm", "sglang"})
-_DATED = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest|-preview(-\d{2}-\d{4})?)$")
 
 
 def price_for(provider: str, model: str, *, local: bool = False) -> Price | None:
     """The price of `model` at `provider`, or None when it is not known.
 
-    `local`: the endpoint is a server on this machine (free). Dated snapshots
-    (`claude-sonnet-4-5-20250929`, `gpt-4o-2024-08-06`) and `-latest` aliases are priced as
-    their model; an `openai/` style vendor prefix is ignored.
+    `local`: the endpoint is a server on this machine (free). An `openai/` style vendor prefix
+    is ignored except on OpenRouter, whose model ids carry it.
     """
     if local or provider in LOCAL_PROVIDERS:
         return FREE
-    table = PRICES.get(provider)
-    if table is None:
+    source = _SOURCE_PROVIDER.get(provider)
+    if source is None:
         return None
-    name = model.rsplit("/", 1)[-1].lower()
-    while name not in table:
-        shorter = _DATED.sub("", name)
-        if shorter == name:
-            return None
-        name = shorter
-    return table[name]
+    name = model if provider == "openrouter" else model.rsplit("/", 1)[-1]
+    return _lookup(source, name.lower())
+
+
+@cache
+def _lookup(source: str, model: str) -> Price | None:
+    try:
+        # Per million at 1,000 tokens: the base tier, not a long-context one.
+        per_k_in = _calc(source, model, 1000, 0)
+        per_k_out = _calc(source, model, 0, 1000)
+    except LookupError:
+        return None
+    return Price(per_k_in * 1000, per_k_out * 1000, source, model)
+
+
+def _calc(source: str, model: str, input_tokens: int, output_tokens: int) -> float:
+    from genai_prices import Usage, calc_price
+
+    price = calc_price(Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+                       model_ref=model, provider_id=source)
+    return float(price.total_price)
+
+
+def prices_as_of() -> str:
+    """Which price data is in use: the installed genai-prices release."""
+    from importlib.metadata import version
+
+    return f"genai-prices {version('genai-prices')}"
 
 
 def price_table() -> dict[str, dict[str, dict[str, float]]]:
-    """The table as plain data (for `list_backends`)."""
-    return {provider: {model: {"input_per_mtok": p.input_per_mtok,
-                               "output_per_mtok": p.output_per_mtok}
-                       for model, p in models.items()}
-            for provider, models in PRICES.items()}
+    """The price of each priced provider's default model, as plain data (`list_backends`)."""
+    from massgen_mcp.config.providers import PROVIDERS
+
+    table: dict[str, dict[str, dict[str, float]]] = {}
+    for name, preset in PROVIDERS.items():
+        price = price_for(name, preset.default_model) if preset.default_model else None
+        if price is not None and name in _SOURCE_PROVIDER:
+            table[name] = {preset.default_model or "": {
+                "input_per_mtok": round(price.input_per_mtok, 6),
+                "output_per_mtok": round(price.output_per_mtok, 6)}}
+    return table
 
 
 def agent_price(spec: AgentSpec) -> Price | None:

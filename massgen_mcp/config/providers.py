@@ -14,6 +14,8 @@ from typing import Literal
 
 Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function",
                "test", "claude_code", "codex", "gemini_cli", "copilot", "ag2"]
+#: The wire formats of the coding-agent CLIs (backends/cli/).
+CODING_CLI_WIRES: frozenset[str] = frozenset({"claude_code", "codex", "gemini_cli", "copilot"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +27,45 @@ class Provider:
     local: bool = False  # a model server on this machine; needs no key
     default_model: str | None = None
     signup: str = ""  # where to get a key
+
+    # What a provider can do, asked by name instead of by comparing wire formats.
+    @property
+    def coding_cli(self) -> bool:
+        """A coding-agent CLI run headless (backends/cli/): its own workspace and tools."""
+        return self.wire in CODING_CLI_WIRES
+
+    @property
+    def uses_client_model(self) -> bool:
+        """The MCP client's own model through sampling: no key, no model name of ours."""
+        return self.wire == "sampling"
+
+    @property
+    def openai_compatible(self) -> bool:
+        """A preset feeding the OpenAI Chat Completions backend (base URL, key)."""
+        return self.wire == "openai_chat"
+
+    @property
+    def bound_to_a_run(self) -> bool:
+        """A backend made for one run and never shared between runs (sampling talks to the
+        run's client; scripted ones hold the run's script)."""
+        return self.wire in ("sampling", "function", "test")
+
+    @property
+    def needs_model(self) -> bool:
+        return not self.uses_client_model
+
+    @property
+    def keys_from_its_config(self) -> bool:
+        """An AG2 member: its keys come from its llm_config entries (config/ag2.py)."""
+        return self.wire == "ag2"
+
+    @property
+    def endpoint_label(self) -> str | None:
+        """How a result names where this provider's requests go, when not a URL or an SDK's
+        default endpoint."""
+        if self.wire in ("sampling", "function"):
+            return self.wire
+        return f"the {self.name} CLI's own" if self.coding_cli else None
 
 
 PROVIDERS: dict[str, Provider] = {

@@ -340,10 +340,9 @@ class AgentSpec:
             parts = urlsplit(self.base_url)
             host = parts.netloc.rpartition("@")[2]
             return urlunsplit((parts.scheme, host, parts.path, "", ""))
-        if self.provider.wire in ("sampling", "function"):
-            return self.provider.wire
-        if self.provider.wire in ("claude_code", "codex", "gemini_cli"):
-            return f"the {self.provider.name} CLI's own"
+        label = self.provider.endpoint_label
+        if label is not None:
+            return label
         return f"the {self.provider.name} SDK's default"
 
 

@@ -6,7 +6,8 @@
                     sequence + nonce marks make a copied record worthless)
     statefile.py    safe reads of state files (regular, bounded, non-blocking) and atomic writes
     hardline.py     the hard line no plan can approve (system trees, devices, the guard
-                    itself, secrets); hardline_operator.py: the operator's additions
+                    itself, secrets); hardline_paths.py: glob-aware path matching;
+                    hardline_operator.py: the operator's additions
     policy.py       the built-in safety policy (eight groups), `Finding`, criteria merging
     patterns.py     dangerous patterns of one tool call, each tied to a policy group:
       bash_rules.py   Bash commands (SQL, secrets, network, pipes into interpreters, ...)
@@ -15,7 +16,13 @@
       git_rules.py    git (force-push to shared branches, reset --hard, clean, ...)
       git_alias.py    what git runs through aliases and command-valued settings
       cli_rules.py    infrastructure, cloud, containers, GitHub, packages
-      effect_rules.py sed scripts, environment dumps, find actions, devices, publishing
+      effect_rules.py sed scripts, environment dumps, find actions, devices, publishing,
+                      credential printers
+      capability.py   by capability, not name: wrappers and options that run a command,
+                      (programs.py: the programs the hook knows)
+                      unknown programs given code, package runners, scheduling
+      writers.py      programs that write through options or operands (sort -o, uniq OUT,
+                      patch, ex scripts, awk print >, any --output, interpreter copies)
       lexer.py        shell lexing: quotes, substitutions, heredocs
       expand.py       the shell's expansions, done statically: braces, ~user, parameters,
                       fixed substitutions, globs (what stays unknown is gated)

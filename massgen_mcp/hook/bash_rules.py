@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import re
 
-from massgen_mcp.hook import effect_rules
+from massgen_mcp.hook import effect_rules, writers
+from massgen_mcp.hook.capability import opaque, reads_recursively, unknown_dir_use
 from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
 from massgen_mcp.hook.command import SimpleCommand, shell_script, wordset
@@ -30,7 +31,7 @@ from massgen_mcp.hook.git_rules import git_findings
 from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, is_under, secret_kind
+from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, holds_secrets, is_under, secret_kind
 from massgen_mcp.hook.shell import SHELLS, analyse
 
 _DB_CLIENTS = wordset(
@@ -41,6 +42,15 @@ _PRINTERS = wordset(
     "cat less more head tail bat base64 xxd od hexdump strings grep egrep fgrep rg ag awk "
     "sed cut sort uniq nl tac jq yq pbcopy xclip"
 )
+#: Programs that take a secret file without printing it (load it, check it, use it as a
+#: key, delete it): the rest may print what they read.
+_USES_SECRETS_QUIETLY = wordset(
+    "source . ls stat test [ [[ touch chmod chown chgrp file du realpath readlink basename "
+    "dirname mkdir rm shred unlink ln cp mv install rsync scp sftp ssh ssh-add ssh-keygen git "
+    "docker docker-compose podman sops dotenv direnv chattr lsattr getfacl setfacl truncate "
+    "echo printf vim vi nvim nano emacs code subl open sudoedit gpg age openssl tar zip 7z "
+    "gzip bzip2 xz zstd cd pushd find fd wc cmp-quiet export unset kubectl helm terraform "
+    "tofu ansible ansible-playbook ansible-vault gcloud aws az curl wget nc ncat netcat socat")
 _NETWORK = wordset(
     "curl wget nc ncat netcat socat scp sftp rsync ftp telnet http https xh ssh"
 )
@@ -126,7 +136,18 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
         finding = sql_finding(shown) or sql_finding(command)
         if finding:
             findings.append(finding)
+        for cmd in commands:  # `sqlite3 db ".read .env"`: a dot-command reads a file
+            if cmd.program in _DB_CLIENTS:
+                findings.extend(Finding("secrets", "print-secret",
+                                        f"{cmd.program} reads {w}, {kind}")
+                                for a in cmd.args for w in a.split()[1:]
+                                if a.startswith((".read", ".import", "\\i", "source"))
+                                and (kind := scope.secret(w)))
     network = bool(programs & _NETWORK)
+    if network and any(effect_rules.remote_url_source(c) for c in commands):
+        findings.append(Finding("exfiltration", "secret-upload",
+                                "sends the git remote's URL (and any token in it) over the "
+                                "network"))
     findings.extend(_pipeline_findings(analysis.pipelines, scope))
 
     def nested(line: str, inner: Scope) -> list[Finding]:
@@ -144,7 +165,11 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
             continue
         if cmd.program == "ln":
             scope = _link(cmd, scope)
-        findings.extend(_command_findings(cmd, scope, network))
+        scope.note_reads(cmd)
+        own = _command_findings(cmd, scope, network)
+        findings.extend(own)
+        if not own and scope.cwd == UNKNOWN_CWD and (why := unknown_dir_use(cmd)):
+            findings.append(Finding("exfiltration", "unknown-directory", why))
         if interpreter(cmd.program):
             findings.extend(code_findings(cmd, scope, nested))
     return _dedup(findings)
@@ -159,9 +184,17 @@ def _cd(cmd: SimpleCommand, scope: Scope, cdpath: bool) -> Scope:
             cdpath or os.environ.get("CDPATH"))):
         return scope.with_cwd(UNKNOWN_CWD)
     path = scope.resolve(target) if target != UNKNOWN else _known_dir(cmd, scope)
+    if path and any(c in target for c in "*?["):
+        # `cd mass*p`: where the shell lands is what the glob matches (one match), else
+        # not known; a directory named through a glob is still that directory
+        from massgen_mcp.hook.expand import glob_matches
+
+        found = [p for p in glob_matches(target, scope.cwd, scope.home) if os.path.isdir(p)]
+        return scope.with_cwd(found[0] if len(found) == 1 else UNKNOWN_CWD)
     if path and (os.path.isdir(path) or is_under(path, FRESH_TEMP)):
         return scope.with_cwd(path)
-    return scope.with_cwd(UNKNOWN_CWD) if path is None else scope
+    # a directory that does not exist yet (`mkdir -p b && cd b`) is still where it points
+    return scope.with_cwd(UNKNOWN_CWD) if path is None else scope.with_cwd(path)
 
 
 def _known_dir(cmd: SimpleCommand, scope: Scope) -> str | None:
@@ -217,10 +250,10 @@ def _pipeline_findings(pipelines: list[list[SimpleCommand]], scope: Scope) -> li
                     out.append(Finding("exfiltration", "secret-upload",
                                        f"sends {secrets[0]} over the network with "
                                        f"{cmd.program}"))
-            secrets.extend(p for p, _ in secret_sources(cmd))
+            secrets.extend(p for p, _ in secret_sources(cmd, scope))
             if cmd.program in _PRINTERS:
                 secrets.extend(p for p in cmd.positionals() if scope.secret(p))
-            if effect_rules.env_dump(cmd):
+            if effect_rules.env_dump(cmd) or effect_rules.secret_route(cmd):
                 secrets.append("the environment")
     return out
 
@@ -260,6 +293,7 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     out.extend(file_findings(cmd, scope) or [])
     if program == "tee":
         out.extend(scope.write_finding(p) for p in pos)
+    out.extend(scope.write_finding(t, verb=f"{program} writes") for t in writers.targets(cmd))
     if program == "find" and ("-delete" in cmd.args or _find_runs_rm(cmd)):
         start = _first_expr(cmd.args)
         filtered = any(a in _FIND_FILTERS for a in cmd.args[start:])
@@ -270,10 +304,18 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
                 out.append(finding)
     if program == "git":
         out.extend(git_findings(cmd, scope))
-    if program in _PRINTERS:
+    if program not in _USES_SECRETS_QUIETLY:  # any reader may print what it reads
         out.extend(Finding("secrets", "print-secret",
-                           f"prints {p}, {kind}, into the transcript (it goes to "
-                           "the model provider)") for p in pos if (kind := scope.secret(p)))
+                           f"{program} reads {p}, {kind}, and may print it into the transcript "
+                           "(it goes to the model provider)") for p in pos
+                   if not p.startswith("-") and not _env_file_option(cmd, p)
+                   and (kind := scope.secret(p)))
+    if reads_recursively(cmd):
+        out.extend(Finding("secrets", "print-secret", f"{program} reads {p} recursively, "
+                           f"a directory holding {held}") for p in pos if not p.startswith("-")
+                   and (where := scope.resolve(p)) and (held := holds_secrets(where, scope.home)))
+    if (why := effect_rules.secret_route(cmd)) is not None:
+        out.append(Finding("secrets", "print-secret", why))
     if program in ("echo", "printf", "printenv"):
         secret = next((a for a in cmd.args if re.search(
             r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", a)
@@ -284,6 +326,8 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     if program in _MAILERS:
         out.append(Finding("external_comms", "mail", f"sends mail with {program}"))
     out.extend(cli_findings(cmd, scope))
+    if "/" not in cmd.raw_program or scope.write_finding(cmd.raw_program) is not None:
+        out.extend(Finding("supply_chain", "runs-code", why) for why in opaque(cmd))
     out.append(effect_rules.env_dump(cmd))
     out.extend(effect_rules.sed_findings(cmd, scope))
     out.extend(effect_rules.find_findings(cmd, scope))
@@ -292,6 +336,15 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     if program in _NETWORK:
         out.extend(_network(cmd, scope))
     return [f for f in out if f is not None]
+
+
+def _env_file_option(cmd: SimpleCommand, word: str) -> bool:
+    """`--env-file .env`: the program loads the file into an environment, it does not
+    print it (printers are judged whatever precedes the file)."""
+    if cmd.program in _PRINTERS or word not in cmd.args:
+        return False
+    i = cmd.args.index(word)
+    return i > 0 and bool(re.fullmatch(r"--?[\w-]*env[\w-]*", cmd.args[i - 1]))
 
 
 def _first_expr(args: list[str]) -> int:

@@ -47,6 +47,14 @@ _COMMAND_VALUED = frozenset({
     "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
     "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "GIT_PROXY_COMMAND",
     "PROMPT_COMMAND", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "LESSOPEN", "LESSCLOSE"})
+_PIP = ("pip", "pip3", "uv", "pipx")
+#: Files a build tool runs as code, and the tools that run them.
+_BUILD_FILES = {"setup.py": _PIP, "pyproject.toml": _PIP, "setup.cfg": _PIP,
+                "Makefile": ("make",), "makefile": ("make",), "GNUmakefile": ("make",),
+                "package.json": ("npm", "yarn", "pnpm", "bun"), "CMakeLists.txt": ("cmake",),
+                "build.rs": ("cargo",), "conftest.py": ("pytest", "py.test"),
+                "noxfile.py": ("nox",), "tox.ini": ("tox",), "Rakefile": ("rake",),
+                "build.gradle": ("gradle", "gradlew")}
 _STDIN_PATHS = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
 _SHELL_VALUE_OPTS = frozenset({"-o", "-O", "+o", "+O", "--rcfile", "--init-file"})
 
@@ -112,6 +120,12 @@ def download_targets(cmd: SimpleCommand) -> list[str]:
                 re.fullmatch(r"-[A-Za-z]*", arg) and arg.endswith(short))) and i + 1 < len(
                 cmd.args):
             out.append(cmd.args[i + 1])
+    remote_name = cmd.program == "wget" or any(
+        a in ("-O", "--remote-name", "--remote-name-all") or re.fullmatch(r"-[A-Za-z]*O", a)
+        for a in cmd.args)
+    if remote_name and not out:  # `wget URL`, `curl -O URL`: saved under the URL's name
+        out += [u.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or "index.html"
+                for u in cmd.args if re.match(r"^(https?|ftp)://|^[\w.-]+\.\w+/", u)]
     return out
 
 
@@ -185,6 +199,11 @@ def script_runs(cmd: SimpleCommand, out: Analysis, shells: frozenset[str],
                 return
             else:
                 return  # `sh < build.sh` runs the project's script, like `sh build.sh`
+    built = [w for w in out.written if os.path.basename(w) in _BUILD_FILES
+             and program in _BUILD_FILES[os.path.basename(w)]]
+    if built and (program not in ("pip", "pip3", "uv") or "install" in cmd.args):
+        out.gate(f"{program} runs {built[0]}, a build file this line writes",
+                 rule="run-written-script")
     if script is None:
         return
     key = os.path.normpath(script)

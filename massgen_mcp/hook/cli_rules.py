@@ -73,7 +73,7 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
             cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_short_flag("a")))):
         return hit("prod_infra", "cloud-mass-delete", "gsutil deletes objects in bulk")
     elif program in ("docker", "docker-compose", "podman"):
-        return _docker(cmd, pos)
+        return _docker(cmd, pos) or _mounts(cmd, pos, scope)
     elif program == "setfacl" and (cmd.has_short_flag("R") or cmd.has_long("--recursive")):
         specs = [a for a in pos if re.match(r"^(d:|default:)?(o|other|m|mask|u|user|g|group)"
                                             r"(:[^:]*)?:[rwxX-]*w", a)]
@@ -100,9 +100,28 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
                                            "--trusted-host")]
         if risky:
             return hit("supply_chain", "pip-untrusted", f"installs from {risky[0]}")
-    elif program in ("npm", "yarn", "pnpm") and pos[:2] == ["config", "set"] and "registry" in (
-            pos[2:3] or [""])[0]:
-        return hit("supply_chain", "registry-switch", f"{program} switches the package registry")
+    elif program in ("npm", "yarn", "pnpm", "bun", "gem", "composer") and sub in (
+            "install", "i", "add", "require") and (risky := [
+                p for p in pos[1:] if re.match(r"^(git\+|https?://|git://|github:|gitlab:"
+                                              r"|bitbucket:|[\w.-]+@[\w.-]+:)", p)]):
+        return hit("supply_chain", "pip-untrusted", f"{program} installs from {risky[0]}")
+    elif program in ("npm", "yarn", "pnpm") and pos[:2] == ["config", "set"]:
+        # the registry, the shell scripts run with, node's options: settings for every project
+        return hit("supply_chain", "registry-switch",
+                   f"{program} config set changes how every project's packages are fetched "
+                   "and their scripts run")
+    elif program in ("pip", "pip3") and pos[:1] == ["config"] and any(
+            p in ("set", "unset", "edit") for p in pos[1:2]):
+        return hit("supply_chain", "registry-switch",
+                   f"{program} config {pos[1]} changes where every project's packages come from")
+    elif program == "go" and sub in ("run", "install") and any(
+            "@" in p or re.match(r"^[\w-]+\.[\w.-]+/", p) for p in pos[1:]):
+        return hit("supply_chain", "remote-module",
+                   f"go {sub} fetches a remote module and runs or installs it")
+    elif program == "cargo" and sub == "install" and any(
+            a.split("=", 1)[0] in ("--git", "--index", "--registry") for a in args):
+        return hit("supply_chain", "pip-untrusted", "cargo install builds a crate from a "
+                   "git repository or another registry")
     elif program == "crontab" and not cmd.has_short_flag("l"):
         return hit("supply_chain", "persistence", "installs a crontab")
     elif program == "systemctl" and sub == "enable":
@@ -136,6 +155,30 @@ def _docker(cmd: SimpleCommand, pos: list[str]) -> list[Finding]:
             a.startswith(("/:", "-v/:")) for a in args)):
         return [Finding("supply_chain", "privileged-container",
                         "runs a privileged container or mounts the host root")]
+    return []
+
+
+def _mounts(cmd: SimpleCommand, pos: list[str], scope: Scope) -> list[Finding]:
+    """`docker run -v ~/:/h img rm -rf /h/x`: a writable mount of a host directory outside
+    the workspace hands it to whatever the container runs (the hook cannot see inside)."""
+    if pos[:1] not in (["run"], ["create"]) and pos[:2] != ["container", "run"]:
+        return []
+    mounts: list[tuple[str, bool]] = []  # (host path, read-only)
+    for i, arg in enumerate(cmd.args):
+        spec = cmd.args[i + 1] if arg in ("-v", "--volume") and i + 1 < len(cmd.args) else (
+            arg.split("=", 1)[1] if arg.startswith("--volume=") else None)
+        if spec is not None:
+            host, _, rest = spec.partition(":")
+            mounts.append((host, "ro" in rest.rsplit(":", 1)[-1].split(",")))
+        elif arg.startswith("--mount") and (m := re.search(r"(?:src|source)=([^,]+)", arg)):
+            mounts.append((m.group(1), "readonly" in arg or "ro=true" in arg))
+    for host, readonly in mounts:
+        if readonly or not host.startswith(("/", "~", ".", "$")) or "$(" in host:
+            continue  # a named volume, mounted read-only, or computed (judged elsewhere)
+        if scope.write_finding(host) is not None:
+            return [Finding("exfiltration", "container-mount",
+                            f"mounts {host} into a container, writable: what it runs there "
+                            "the hook cannot see")]
     return []
 
 

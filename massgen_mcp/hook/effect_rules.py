@@ -58,6 +58,59 @@ def env_dump(cmd: SimpleCommand) -> Finding | None:
     return None
 
 
+#: Commands whose job is to print a credential (a token, a password, a session key).
+_CREDENTIAL_PRINTERS = (
+    "gcloud auth print-access-token", "gcloud auth print-identity-token",
+    "gcloud auth application-default print-access-token", "az account get-access-token",
+    "aws sts get-session-token", "aws configure get", "aws ecr get-login-password",
+    "heroku auth:token", "op read", "op item get", "pass show", "gopass show", "bw get",
+    "vault kv get", "vault read", "secret-tool lookup", "doctl auth token", "fly auth token",
+    "flyctl auth token", "npm token list", "glab auth status", "kubectl create token",
+    "gh auth token", "docker-credential-desktop get", "git credential-manager get",
+    "keyring get", "lpass show")
+_JQ_ENV = re.compile(r"(?<![.\w$])env\b(?!\s*\.)|\$ENV\b(?!\s*\.)|\$__prog_env\b")
+_REMOTE_URL = re.compile(r"^remote\..*\.(url|pushurl)$|^url\.")
+
+
+def secret_route(cmd: SimpleCommand) -> str | None:
+    """Secrets printed by routes other than reading a secret file: awk over ENVIRON, jq's
+    `env`, GitHub's token, git's stored credentials."""
+    program, args = cmd.program, cmd.args
+    if program in ("awk", "gawk", "mawk", "nawk") and any(
+            re.search(r"\bin\s+ENVIRON\b|\bPROCINFO\b", a) for a in args):
+        return f"{program} walks ENVIRON and prints the environment (every key in it)"
+    if program in ("jq", "gojq", "jaq") and any(_JQ_ENV.search(a) for a in args
+                                                if not a.startswith("-")):
+        return f"{program} prints the environment (`env` / `$ENV`, every key in it)"
+    pos = cmd.positionals()
+    joined = " ".join([program, *pos[:3]])
+    printer = next((p for p in _CREDENTIAL_PRINTERS if joined == p or joined.startswith(p + " ")),
+                   None)
+    if printer or (program == "security" and pos[:1] and "password" in pos[0] and "-w" in args):
+        return f"`{printer or 'security ... -w'}` prints a stored credential or token"
+    if program == "ps" and any(not a.startswith("-") and "e" in a and a.isalpha()
+                               for a in args[:1]):
+        return "ps with `e` prints every process's environment (and the keys in it)"
+    if program in ("kubectl", "oc") and pos[:2] == ["config", "view"] and "--raw" in args:
+        return f"{program} config view --raw prints cluster credentials"
+    if (program == "gh" and pos[:2] == ["auth", "token"]) or (
+            program == "gh" and pos[:2] == ["auth", "status"] and (
+                "-t" in args or "--show-token" in args)):
+        return "gh prints the GitHub token into the transcript"
+    return None
+
+
+def remote_url_source(cmd: SimpleCommand) -> bool:
+    """Does the command print a git remote's URL (which may carry a token)?"""
+    if cmd.program != "git":
+        return False
+    pos = cmd.positionals()
+    return (pos[:2] in (["remote", "get-url"], ["remote", "show"]) or (
+        pos[:1] == ["remote"] and "-v" in cmd.args) or (pos[:1] == ["config"] and any(
+            _REMOTE_URL.match(p) for p in pos[1:])) or (pos[:1] == ["ls-remote"]
+                                                       and "--get-url" in cmd.args))
+
+
 def _sed_scripts(cmd: SimpleCommand) -> list[str]:
     args, scripts, explicit = cmd.args, [], False
     i = 0

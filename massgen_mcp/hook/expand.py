@@ -166,6 +166,8 @@ def param_expand(text: str, lookup: Callable[[str], str | None]) -> str:
             if value is None or (op.startswith(":") and value == ""):
                 return arg if "$" not in arg else m.group(0)
             return value
+        if op in (":?", "?"):  # `${HOME:?}`: the value, or the shell stops
+            return value if value is not None and (op == "?" or value) else m.group(0)
         if op in (":+", "+"):
             return (arg if value else "") if value is not None else m.group(0)
         if op in ("%", "%%", "#", "##") and value is not None and UNKNOWN not in value:

@@ -65,13 +65,17 @@ def recursive(cmd: SimpleCommand) -> bool:
     return cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long("--recursive")
 
 
-def secret_sources(cmd: SimpleCommand) -> list[tuple[str, str]]:
-    """(path, kind) of secrets a copying or packing command reads."""
+def secret_sources(cmd: SimpleCommand, scope: Scope | None = None) -> list[tuple[str, str]]:
+    """(path, kind) of secrets a copying or packing command reads (`.` after `cd ~/.ssh`
+    included, when the scope the line moved to is given)."""
     if cmd.program not in _COPIERS and cmd.program not in ARCHIVERS:
         return []
+    if cmd.program == "openssl" and cmd.args[:1] in (["x509"], ["verify"], ["crl"], ["req"]):
+        return []  # reads a certificate (public) and prints its fields
     pos = operands(cmd)
     sources = pos[:-1] if cmd.program in _COPIERS and len(pos) >= 2 else pos
-    return [(p, kind) for p in sources if (kind := secret_kind(p))]
+    return [(p, kind) for p in sources
+            if (kind := secret_kind(p) or (scope.secret(p) if scope else None))]
 
 
 def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | None:
@@ -79,7 +83,7 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
     program, pos = cmd.program, operands(cmd)
     out: list[Finding | None] = [
         Finding("secrets", "copy-secret", f"{program} copies {p}, {kind}: the copy escapes "
-                "its protections") for p, kind in secret_sources(cmd)]
+                "its protections") for p, kind in secret_sources(cmd, scope)]
     if program == "rm":
         if recursive(cmd):
             targets = [*pos, UNKNOWN] if cmd.from_xargs else pos
@@ -125,12 +129,12 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
                    if a.startswith("of=") and not a.startswith("of=/dev/"))
     elif program in ("tar", "bsdtar") and _extracts(cmd):
         where = _option_value(cmd, ("-C", "--directory"))
-        if where is not None:
-            out.append(scope.write_finding(where, verb="tar extracts into"))
+        out.append(scope.write_finding(where or ".", verb="tar extracts into"))
     elif program in ("tar", "bsdtar", "zip", "7z") and (archive := _archive(cmd)) is not None:
         out.append(scope.write_finding(archive, verb=f"{program} writes"))
-    elif program == "unzip" and (where := _option_value(cmd, ("-d",))) is not None:
-        out.append(scope.write_finding(where, verb="unzip extracts into"))
+    elif program == "unzip" and not any(a in ("-l", "-t", "-p", "-Z", "-v") for a in cmd.args):
+        where = _option_value(cmd, ("-d",))  # none: into the current directory
+        out.append(scope.write_finding(where or ".", verb="unzip extracts into"))
     elif not out:
         return None
     return out

@@ -84,16 +84,63 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     ):
         out.append(Finding("destruction", "git-clean",
                            "git clean -f deletes untracked files for good"))
-    elif sub in ("checkout", "restore") and _discards_worktree(sub, rest):
+    elif sub in ("checkout", "restore") and _discards_worktree(sub, rest, scope):
         out.append(Finding("destruction", "git-discard",
                            f"git {sub} over the whole tree discards uncommitted changes"))
-    elif sub == "stash" and pos[:1] == ["clear"]:
-        out.append(Finding("destruction", "git-stash-clear", "git stash clear drops all stashes"))
+    elif sub == "stash" and pos[:1] in (["clear"], ["drop"]):
+        out.append(Finding("destruction", "git-stash-clear",
+                           f"git stash {pos[0]} drops stashed work for good"))
     elif sub == "branch" and (rest.has_short_flag("D") or (
-            rest.has_long("--delete") and rest.has_long("--force"))):
+            (rest.has_long("--delete") or rest.has_short_flag("d"))
+            and (rest.has_long("--force") or rest.has_short_flag("f")))):
+        # a forced delete drops commits no other branch holds; a protected one is shared
         out.extend(Finding("source_control", "git-branch-delete",
-                           f"force-deletes the protected branch '{b}'")
-                   for b in pos if PROTECTED_BRANCH.match(b))
+                           f"force-deletes the {'protected ' if PROTECTED_BRANCH.match(b) else ''}"
+                           f"branch '{b}' (its unmerged commits go with it)") for b in pos)
+    elif sub == "branch" and (rest.has_short_flag("M") or rest.has_short_flag("C")) and pos:
+        out.append(Finding("source_control", "git-branch-delete",
+                           f"git branch -{'M' if rest.has_short_flag('M') else 'C'} overwrites "
+                           f"the branch '{pos[-1]}' if it exists"))
+    elif sub == "branch" and (rest.has_short_flag("f") or rest.has_long("--force")) and len(
+            pos) >= 2:
+        out.append(Finding("source_control", "git-branch-delete",
+                           f"git branch -f moves the branch '{pos[0]}' (its commits may be lost)"))
+    elif sub == "tag" and (rest.has_short_flag("d") or rest.has_long("--delete")):
+        out.append(Finding("source_control", "git-update-ref", "git tag -d deletes tags"))
+    elif sub == "submodule" and pos[:1] == ["deinit"] and (
+            rest.has_short_flag("f") or rest.has_long("--force", "--all")):
+        out.append(Finding("destruction", "git-discard",
+                           "git submodule deinit --force discards the submodules' changes"))
+    elif sub == "read-tree" and (rest.has_long("--reset") or rest.has_short_flag("u")):
+        out.append(Finding("destruction", "git-discard",
+                           "git read-tree -u/--reset overwrites the working tree"))
+    elif sub == "switch" and (rest.has_short_flag("f") or rest.has_long(
+            "--force", "--discard-changes")):
+        out.append(Finding("destruction", "git-discard",
+                           "git switch --discard-changes throws away uncommitted changes"))
+    elif sub == "reflog" and pos[:1] in (["expire"], ["delete"]):
+        out.append(Finding("destruction", "git-reflog",
+                           f"git reflog {pos[0]} drops the record that recovers lost commits"))
+    elif (sub == "gc" and any(a.startswith("--prune=") and a[8:] in ("now", "all")
+                              for a in rest.args)) or sub == "prune":
+        out.append(Finding("destruction", "git-prune",
+                           f"git {sub} deletes unreachable commits now (no grace period)"))
+    elif sub == "update-ref" and (rest.has_short_flag("d") or rest.has_long("--stdin") or (
+            pos and PROTECTED_BRANCH.match(pos[0].removeprefix("refs/heads/")))):
+        out.append(Finding("source_control", "git-update-ref",
+                           "git update-ref deletes or moves a ref directly"))
+    elif sub == "worktree" and pos[:1] in (["remove"], ["prune"]) and (
+            rest.has_short_flag("f") or rest.has_long("--force")):
+        out.append(Finding("destruction", "git-discard",
+                           "git worktree remove --force discards that worktree's changes"))
+    elif sub == "rm" and (rest.has_short_flag("f") or rest.has_long("--force")) and not \
+            rest.has_long("--cached"):
+        out.append(Finding("destruction", "git-discard",
+                           "git rm -f deletes files with their uncommitted changes"))
+    elif sub in ("credential", "credential-store", "credential-cache") or (
+            sub == "config" and any("credential" in a for a in pos)):
+        out.append(Finding("secrets", "print-secret",
+                           f"git {sub} prints stored credentials"))
     elif sub in ("filter-branch", "filter-repo"):
         out.append(Finding("source_control", "git-rewrite", f"git {sub} rewrites history"))
     elif sub == "add" and (found := [p for p in pos if secret_kind(p)]):
@@ -101,13 +148,26 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     return out
 
 
-def _discards_worktree(sub: str, rest: SimpleCommand) -> bool:
-    whole_tree = any(p in (".", ":/", "*") for p in rest.positionals())
+def _discards_worktree(sub: str, rest: SimpleCommand, scope: Scope) -> bool:
+    """Checking out over a directory (`.`, `./`, `src/`, a glob) discards every change in it;
+    one file at a time is the everyday undo."""
+    args = rest.args
+    after = args[args.index("--") + 1:] if "--" in args else rest.positionals()
+    whole_tree = any(_tree_path(p, scope) for p in after)
     if sub == "checkout":
         return whole_tree or rest.has_short_flag("f") or rest.has_long("--force")
     staged_only = rest.has_long("--staged") and not (
         rest.has_long("--worktree") or rest.has_short_flag("W"))
     return whole_tree and not staged_only
+
+
+def _tree_path(spec: str, scope: Scope) -> bool:
+    """Does a pathspec name a whole directory (or a glob, or the top: `:/`)?"""
+    if spec in (".", "./", ":/", "*", ":") or spec.startswith((":/", ":(")) or any(
+            c in spec for c in "*?["):
+        return True
+    path = scope.resolve(spec)
+    return path is None or os.path.isdir(path)
 
 
 def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
@@ -120,6 +180,10 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
            and (i == 0 or args[i - 1] not in ("-o", "--push-option", "--receive-pack", "--exec"))]
     remote, refspecs = (pos[0] if pos else None), pos[1:]
     out: list[Finding] = []
+    if "--prune" in args and any("*" in r or r.startswith("+") for r in pos[1:]):
+        out.append(Finding("source_control", "git-push-prune",
+                           "git push --prune with a wildcard refspec deletes every remote "
+                           "branch missing locally"))
     if "--mirror" in args:
         out.append(Finding("source_control", "git-push-mirror",
                            "git push --mirror overwrites every ref on the remote"))

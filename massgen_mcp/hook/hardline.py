@@ -23,10 +23,19 @@ The operator's additions (`path`, `command`, `tool` rules) are read by `hardline
 
 from __future__ import annotations
 
-import fnmatch
 import os
+import re
 
 from massgen_mcp.hook.active import is_under, key_path
+from massgen_mcp.hook.hardline_paths import (
+    _DOTGLOB,
+    _absolute,
+    _globbed,
+    _words,
+    commands_of,
+    names_ancestor,
+    names_inside,
+)
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
 
@@ -118,72 +127,6 @@ def guard_paths(scope: Scope, state_roots: tuple[str, ...] = ()) -> tuple[str, l
 # ------------------------------------------------------------------ path matching
 
 
-#: Whether the command being judged turns on dotglob (then wildcards match dot names too).
-_DOTGLOB = [False]
-
-
-def _segments(path: str) -> list[str]:
-    return [s for s in path.split("/") if s]
-
-
-def _globbed(path: str) -> bool:
-    return any(c in path for c in "*?[")
-
-
-def _segment(pattern: str, name: str) -> bool:
-    """Does one glob segment match one name? As the shell does: a wildcard does not match a
-    leading dot (unless the line turns dotglob on)."""
-    if name.startswith(".") and not pattern.startswith(".") and not _DOTGLOB[0]:
-        return False
-    return fnmatch.fnmatchcase(name, pattern)
-
-
-def _matches(pat: list[str], path: list[str], *, prefix: bool) -> bool:
-    """Does glob `pat` match `path` (prefix: match `path` and then anything below it)?
-    `**` stands for any number of segments (as with globstar; bash without it reads `**` as
-    `*`, which matches less)."""
-    if not path and prefix:
-        return True
-    if not pat:
-        return not path
-    head = pat[0]
-    if head == "**":
-        for k in range(len(path) + 1):
-            if _matches(pat[1:], path[k:], prefix=prefix):
-                return True
-            if k < len(path) and path[k].startswith(".") and not _DOTGLOB[0]:
-                return False
-        return False
-    return bool(path) and _segment(head, path[0]) and _matches(pat[1:], path[1:],
-                                                                prefix=prefix)
-
-
-def names_inside(pattern: str, root: str) -> bool:
-    """Could `pattern` (an absolute path, maybe a glob) name `root` or something in it?"""
-    if not _globbed(pattern):
-        return is_under(pattern, root)
-    return _matches(_segments(pattern), _segments(root), prefix=True)
-
-
-def names_ancestor(pattern: str, target: str) -> bool:
-    """Could `pattern` name `target` or a directory above it?"""
-    if not _globbed(pattern):
-        return is_under(target, pattern)
-    pat, want = _segments(pattern), _segments(target)
-    return any(_matches(pat, want[:k], prefix=False) for k in range(len(want) + 1))
-
-
-def _absolute(scope: Scope, word: str) -> str | None:
-    """The absolute path a word names (globs kept, symlinks resolved when literal)."""
-    expanded = scope.expand(word)
-    # Not known statically (after `cd "$X"` or `cd -`, a computed word): the ordinary rules
-    # gate what they cannot resolve; the hard line only judges what it can name.
-    if not expanded or "\0" in expanded or "\0" in scope.cwd:
-        return None
-    path = os.path.normpath(os.path.join(scope.cwd, expanded))
-    return path if _globbed(path) else os.path.realpath(path)
-
-
 def _is_device(path: str) -> bool:
     return is_under(path, "/dev") and not any(
         path == d or (d.endswith("/") and path.startswith(d)) for d in _HARMLESS_DEVICES)
@@ -231,6 +174,18 @@ class RecordingScope(Scope):
         if path is not None:
             self.events.append((kind, path))
 
+    def note_reads(self, cmd: object) -> None:
+        """Every path word of a command, where the line has moved to (`cd ~/.config && cd
+        mass*p && cat plan.k?y` reads the key: the hard line judges it like a literal)."""
+        from massgen_mcp.hook.command import SimpleCommand
+
+        if isinstance(cmd, SimpleCommand):
+            kind = "read-r" if _recursive(cmd) else "read"
+            for word in _words(cmd):
+                path = _absolute(self, word)
+                if path is not None and path != "/":
+                    self.events.append((kind, path))
+
     def delete_finding(self, word: str) -> Finding | None:
         self._record("delete", word)
         return super().delete_finding(word)
@@ -256,7 +211,11 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
             out.append(_finding(f"secret:{f.rule}", f.detail, f.group))
     linked = _link_sources(tool_input.get("command") if tool == "Bash" else None, scope)
     for kind, path in scope.events:
-        if not (kind == "delete" and path in linked):  # `ln -s /usr/bin/x y` reads, keeps
+        if kind.startswith("read"):
+            if names_inside(path, keys) or (kind == "read-r" and names_ancestor(path, keys)):
+                out.append(_finding("guard", f"reads {path}, where the checkpoint key and "
+                                             "signed plans are kept"))
+        elif not (kind == "delete" and path in linked):  # `ln -s /usr/bin/x y` reads, keeps
             out.extend(_event(kind, path, scope, keys, protected))
     if tool in _READ_TOOLS:
         out.extend(_read_tool(tool_input.get(_READ_TOOLS[tool]), scope, keys, tool))
@@ -265,7 +224,10 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
         out.extend(_bash(command, scope, keys, protected))
     if tool.startswith("mcp__"):
         out.extend(_mcp(tool, tool_input, scope, keys))
-    out.extend(_operator(tool, tool_input, scope, command))
+    from massgen_mcp.hook.hardline_operator import operator_findings
+
+    out.extend(_finding("operator", detail) for detail in operator_findings(
+        tool, tool_input, scope, command))
     return _dedup(out)
 
 
@@ -291,19 +253,6 @@ def _event(kind: str, path: str, scope: Scope, keys: str,
     elif _is_device(path):
         out.append(_finding("device-write", f"writes to the device {path}"))
     return out
-
-
-_PARSED: dict[str, list[SimpleCommand]] = {}
-
-
-def commands_of(command: str) -> list[SimpleCommand]:
-    """`shell.simple_commands`, parsed once per hook call however many checks ask."""
-    if command not in _PARSED:
-        from massgen_mcp.hook.shell import simple_commands
-
-        _PARSED.clear()
-        _PARSED[command] = simple_commands(command)
-    return _PARSED[command]
 
 
 def _link_sources(command: Any, scope: Scope) -> set[str]:
@@ -354,17 +303,6 @@ def _mcp(tool: str, args: dict[str, Any], scope: Scope, keys: str) -> list[Findi
     return out
 
 
-def _words(cmd: SimpleCommand) -> list[str]:
-    """The words of a command that may be paths: operands, redirect targets, `--opt=path`."""
-    words = [w for op, w in cmd.redirects if w and not w.startswith("&") and op != "<<<"]
-    for arg in cmd.args:
-        if not arg.startswith("-"):
-            words.append(arg)
-        if "=" in arg:  # `--file=x`, `if=x`
-            words.append(arg.split("=", 1)[1])
-    return words
-
-
 def _recursive(cmd: SimpleCommand) -> bool:
     if cmd.program in _RECURSIVE_READERS:
         return True
@@ -383,6 +321,8 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
     home = scope.home.rstrip("/")
     spelled = {keys, keys.replace(home, "~", 1), keys.replace(home, "$HOME", 1),
                keys.replace(home, "${HOME}", 1), "/" + os.path.basename(key_path())}
+    if re.search(r"(^|[\s/'\"])" + re.escape(os.path.basename(key_path())) + r"\b", command):
+        spelled.add(os.path.basename(key_path()))  # `find ~ -name plan.key`: its name alone
     for needle in spelled:
         if needle and needle != "/" and needle in command:
             out.append(_finding("guard", f"names {needle}, where the checkpoint key and "
@@ -395,6 +335,9 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             if sub not in _OUR_SAFE_SUBCOMMANDS:
                 out.append(_finding("guard", f"runs `massgen-mcp {sub}`, which signs "
                                              "checkpoint plans with the guard's key"))
+        if _uninstalls_us(cmd):
+            out.append(_finding("guard", f"{cmd.program} uninstalls massgen-mcp, the checkpoint "
+                                         "guard's own program"))
         if cmd.program.startswith("python") and _runs_our_code(cmd):
             out.append(_finding("guard", "runs massgen-mcp's own code (which holds the key "
                                          "that signs checkpoint plans) from a tool call"))
@@ -418,6 +361,12 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
     return out
 
 
+def _uninstalls_us(cmd: SimpleCommand) -> bool:
+    """`pip uninstall massgen-mcp`, `uv tool uninstall massgen_mcp`, `pipx uninstall ...`."""
+    return "uninstall" in cmd.args and any(
+        a.lower().replace("_", "-").split("==")[0] == "massgen-mcp" for a in cmd.args)
+
+
 def _runs_our_code(cmd: SimpleCommand) -> bool:
     code = " ".join(cmd.args) + (cmd.stdin_code or "")
     return "massgen_mcp" in code
@@ -425,38 +374,3 @@ def _runs_our_code(cmd: SimpleCommand) -> bool:
 
 def _dedup(findings: list[Finding]) -> list[Finding]:
     return list({f.detail: f for f in reversed(findings)}.values())[::-1]
-
-
-def _operator(tool: str, tool_input: dict[str, Any], scope: Scope,
-              command: str | None) -> list[Finding]:
-    """The hardline findings of one call under the operator's additions."""
-    from massgen_mcp.hook.hardline_operator import operator_rules
-
-    rules = operator_rules()
-    if not rules:
-        return []
-    out: list[Finding] = []
-    paths = [p for e in getattr(scope, "events", []) for p in [e[1]]]
-    for key in ("file_path", "notebook_path", "path"):
-        value = tool_input.get(key)
-        if isinstance(value, str) and (p := _absolute(scope, value)):
-            paths.append(p)
-    commands = []
-    if command:
-        commands = [" ".join([c.program, *c.args]) for c in commands_of(command)]
-        paths.extend(p for c in commands_of(command) for w in _words(c)
-                     if (p := _absolute(scope, w)))
-    for kind, value in rules:
-        if kind == "tool" and fnmatch.fnmatchcase(tool, value):
-            out.append(_finding("operator", f"calls {tool}, which the operator's hardline "
-                                            f"file forbids ({value})"))
-        elif kind == "command" and any(c == value or c.startswith(value + " ")
-                                       for c in commands):
-            out.append(_finding("operator", f"runs `{value}`, which the operator's hardline "
-                                            "file forbids"))
-        elif kind == "path":
-            root = os.path.expanduser(value.rstrip("/").removesuffix("/**")) or "/"
-            if any(names_inside(p, root) or fnmatch.fnmatchcase(p, value) for p in paths):
-                out.append(_finding("operator", f"touches {value}, which the operator's "
-                                                "hardline file forbids"))
-    return out

@@ -33,18 +33,22 @@ if TYPE_CHECKING:
 _CODE_FLAGS: dict[str, tuple[str, ...]] = {
     "python": ("-c",), "perl": ("-e", "-E"), "ruby": ("-e",), "node": ("-e", "--eval", "-p",
                                                                        "--print"),
-    "nodejs": ("-e", "--eval", "-p", "--print"), "php": ("-r",), "bun": ("-e", "--eval"),
+    "nodejs": ("-e", "--eval", "-p", "--print"), "php": ("-r",),
+    "ts-node": ("-e", "--eval", "-p", "--print"), "tsx": ("-e", "--eval", "-p", "--print"),
+    "bun": ("-e", "--eval"),
     "deno": ("eval",), "lua": ("-e",), "Rscript": ("-e",), "julia": ("-e",),
     "osascript": ("-e",), "pwsh": ("-c", "-Command"), "powershell": ("-c", "-Command"),
     "awk": (), "gawk": (), "mawk": (),
 }
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
 _STRING = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
-                     r"|`((?:[^`\\]|\\.)*)`|%x\{([^}]*)\}|qx\{([^}]*)\}", re.S)
+                     r"|`((?:[^`\\]|\\.)*)`|%x\{([^}]*)\}|qx\{([^}]*)\}|%x\(([^)]*)\)|%x\[([^\]]*)\]"
+                     r"|qx\(([^)]*)\)", re.S)
 _RUNS_SHELL = re.compile(
     r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
     r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
-    r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run)\b|`|%x\{|qx\{")
+    r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run|os\.execute"
+    r"|io\.popen|do shell script)\b|`|%x[{(\[<|!]|qx[{(]")
 _DELETES = re.compile(
     r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"
     r"|unlink\w*|rmdir\w*|rmtree|rm\w*|rename\w*|move\w*|delete\w*|truncate\w*|emptyDir\w*)"
@@ -89,6 +93,24 @@ def inline_code(cmd: SimpleCommand) -> str | None:
     return None
 
 
+_PS_CMDLETS = ((re.compile(r"\b(Remove-Item|ri|del|erase|rd|rmdir)\b(?=[^;|]*-Recurse)", re.I),
+                "rm -rf"), (re.compile(r"\b(Remove-Item|ri|del|erase)\b", re.I), "rm -f"),
+               (re.compile(r"\b(Copy-Item|cpi)\b", re.I), "cp -r"),
+               (re.compile(r"\b(Move-Item|mi)\b", re.I), "mv"),
+               (re.compile(r"\b(Set-Content|Add-Content|Out-File)\b", re.I), "tee -a"),
+               (re.compile(r"\b(Invoke-Expression|iex|Start-Process|saps)\b", re.I), "eval"),
+               (re.compile(r"\b(Invoke-WebRequest|iwr|Invoke-RestMethod|irm)\b", re.I), "curl"))
+
+
+def _as_shell(code: str) -> str:
+    """PowerShell as the POSIX commands its cmdlets amount to (options dropped), so the
+    shell rules judge `Remove-Item -Recurse -Force ~/x` as `rm -rf ~/x`."""
+    for pattern, posix in _PS_CMDLETS:
+        code = pattern.sub(posix, code)
+    return re.sub(r"\s-(Recurse|Force|Path|LiteralPath|Destination|Value|Confirm:\$false)\b",
+                  " ", code, flags=re.I)
+
+
 def reads_code_from_stdin(cmd: SimpleCommand) -> bool:
     """Does this interpreter run whatever arrives on stdin (a pipe feeds it the program)?"""
     family = interpreter(cmd.program)
@@ -107,7 +129,7 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
     code = inline_code(cmd)
     if not code:
         return []
-    name = cmd.program
+    name, family = cmd.program, interpreter(cmd.program)
     if UNKNOWN in code:
         return [Finding("supply_chain", "inline-code",
                         f"{name} runs code computed at run time; the hook cannot see it")]
@@ -127,6 +149,20 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
             f"{name} code calls {m.group(0).strip('( ')} on a path the hook cannot see"))
         if finding:
             out.append(finding)
+    from massgen_mcp.hook.writers import awk_commands, code_targets
+
+    if family in ("awk", "gawk", "mawk"):
+        for line in awk_commands(code):
+            out.extend(check_line(line, scope) if UNKNOWN not in line else [Finding(
+                "supply_chain", "inline-code", f"{name} runs a command built at run time")])
+            if re.fullmatch(r"\s*((ba|z|da|k)?sh|python3?|perl|ruby|node)(\s+-s?)?\s*", line):
+                out.append(Finding("supply_chain", "pipe-to-shell",
+                                   f"{name} pipes what it prints into {line.split()[0]}"))
+    if family in ("pwsh", "powershell"):
+        out.extend(check_line(_as_shell(code), scope))
+    else:
+        out.extend(f for t in code_targets(code)
+                   if (f := scope.write_finding(t, verb=f"{name} code writes")))
     for m in _WRITES.finditer(code):
         finding = scope.write_finding(m.group(2) or m.group(4), verb=f"{name} code writes")
         if finding:
@@ -148,7 +184,8 @@ _DISPATCH = re.compile(r"\bgetattr\s*\(\s*[^,()]+,\s*(?![\"'][\w]+[\"']\s*[,)])"
                        r"vars\(\w*\)\s*\[|\.send\s*\(|\.public_send\s*\(|&\$\w+\s*\()")
 _SHELL_CALL = re.compile(r"\b(os\.system|os\.popen|subprocess\.\w+|Popen|check_output|"
                          r"check_call|execSync|exec|spawnSync|spawn|execFileSync|system|"
-                         r"shell_exec|passthru|popen|IO\.popen|Open3\.\w+)\s*\(")
+                         r"shell_exec|passthru|popen|IO\.popen|Open3\.\w+|Deno\.Command|Deno\.run"
+                         r"|Bun\.spawn\w*)\s*\(")
 _PURE_ARG = re.compile(r"""(?:\s|,|\[|\]|\{|\}|:|\w+\s*=\s*(?:True|False|None|true|false|\d+)"""
                        r"""|(?:shell|check|text|capture_output|cwd|timeout|stdio|encoding)"""
                        r"""\s*[:=]\s*(?:[\w.]+|""))*""")
@@ -157,6 +194,14 @@ _OPENS = re.compile(r"\b(open|File\.open|fopen|writeFileSync|appendFileSync|writ
 _ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.environ|%ENV)"
                          r"(?![\w.\[])|\bENV\.(to_h|to_a|each|inspect|keys|values)\b"
                          r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)")
+
+
+_SECRET_VAR = re.compile(r"(environ(\.get)?\s*[\[(]\s*|getenv\(\s*|ENV\[\s*|ENV\.fetch\(\s*"
+                         r"|process\.env\.|process\.env\[\s*|\$ENV\{)[\"']?\w*(KEY|TOKEN|SECRET"
+                         r"|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+_PRINTS = re.compile(r"\b(print|console\.log|puts|echo|say|printf|write|p)\b")
+_EVAL_COMPUTED = re.compile(r"(?<![.\w$])(eval|exec|instance_eval|class_eval|module_eval"
+                            r"|create_function|Function|loadstring)\s*\(\s*(?![\"'`)\s])")
 
 
 def _computed_write(func: str, arg: str) -> bool:
@@ -214,6 +259,12 @@ def computed_findings(name: str, code: str) -> list[Finding]:
     if any(_computed_write(m.group(1), _call_arg(code, m.end())) for m in _OPENS.finditer(code)):
         out.append(Finding("exfiltration", "inline-write",
                            f"{name} code writes a file whose path is computed at run time"))
+    if ev := _EVAL_COMPUTED.search(code):
+        out.append(Finding("supply_chain", "inline-code",
+                           f"{name} code evaluates code built at run time ({ev.group(1)})"))
+    if _SECRET_VAR.search(code) and _PRINTS.search(code):
+        out.append(Finding("secrets", "print-secret",
+                           f"{name} code prints a secret environment variable"))
     if _ENV_OBJECT.search(code):
         out.append(Finding("secrets", "env-dump",
                            f"{name} code reads the whole environment (every key in it)"))

@@ -24,7 +24,7 @@ from massgen_mcp.hook.bash_rules import check_bash, sql_finding
 from massgen_mcp.hook.command import wordset
 from massgen_mcp.hook.matching import split_mcp_name
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.scope import Scope
+from massgen_mcp.hook.scope import Scope, holds_secrets, secret_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
@@ -105,6 +105,8 @@ def check_call(tool_name: str, tool_input: dict[str, Any], scope: Scope) -> list
         path = tool_input.get(READ_TOOLS[tool_name])
         finding = scope.read_finding(path) if isinstance(path, str) and path else None
         return [finding] if finding else []
+    if tool_name == "Grep":
+        return _grep_findings(tool_input, scope)
     if tool_name == "Bash":
         command = tool_input.get("command")
         return check_bash(command, scope) if isinstance(command, str) else []
@@ -116,6 +118,39 @@ def check_call(tool_name: str, tool_input: dict[str, Any], scope: Scope) -> list
     if mcp is not None:
         return _check_mcp(mcp[0], mcp[1], tool_input, scope)
     return []
+
+
+#: Names a glob is tried against: does the Grep tool's `glob` reach secret files?
+_SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519", ".netrc",
+                   "credentials", "credentials.json", ".pgpass", ".npmrc", ".pypirc",
+                   "server.pem", "tls.key", "terraform.tfstate", "kubeconfig")
+
+
+def _grep_findings(tool_input: dict[str, Any], scope: Scope) -> list[Finding]:
+    """The Grep tool prints what it matches: over a secret file or directory, or with a
+    glob that picks secret files (`.env*`), it prints secrets."""
+    import fnmatch
+
+    out: list[Finding] = []
+    path = tool_input.get("path")
+    if isinstance(path, str) and path:
+        where = scope.resolve(path)
+        kind = secret_kind(where or path) or (scope.secret(path) if where else None) or (
+            f"a directory holding {held}" if where and (
+                held := holds_secrets(where, scope.home)) else None)
+        if kind:
+            out.append(Finding("secrets", "print-secret", f"Grep searches {path}, {kind}"))
+    glob = tool_input.get("glob")
+    if isinstance(glob, str) and glob:
+        last = glob.rstrip("/").rsplit("/", 1)[-1]
+        for pattern in (p.strip() for p in last.strip("{}").split(",")):
+            # ripgrep's globs follow gitignore rules: `*` matches a leading dot too
+            hit = next((n for n in _SECRET_SAMPLES if fnmatch.fnmatchcase(n, pattern)), None)
+            if hit:
+                out.append(Finding("secrets", "print-secret",
+                                   f"Grep's glob {glob!r} picks secret files ({hit})"))
+                break
+    return out
 
 
 def _check_mcp(server: str, tool: str, args: dict[str, Any], scope: Scope) -> list[Finding]:

@@ -101,6 +101,19 @@ def secret_kind(path: str) -> str | None:
     return None
 
 
+#: Where secrets live under a home directory: reading a directory above one of these
+#: recursively (Grep over ~/.config/gh, `grep -r x ~`, `tar c ~`) reads them.
+HOME_SECRETS = (".ssh", ".aws", ".gnupg", ".azure", ".password-store", ".config/gh",
+                ".docker/config.json", ".kube", ".netrc", ".git-credentials", ".pgpass",
+                ".npmrc", ".pypirc", ".config/gcloud", ".vault-token", ".terraformrc")
+
+
+def holds_secrets(path: str, home: str) -> str | None:
+    """The secret location (`~/.ssh`, ...) a directory holds, or None."""
+    return next((f"~/{rel}" for rel in HOME_SECRETS
+                 if is_under(os.path.join(home, rel), path)), None)
+
+
 def guardrail_finding(path: str) -> Finding | None:
     """Writes that switch safety off or rewrite history behind git's back."""
     if is_under(path, _key_dir()):
@@ -172,14 +185,18 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=
         if "`" in word or "$(" in word or word == "$":
             return None
 
-        def sub(m: re.Match[str]) -> str:
-            name = m.group(1)
-            if name == "HOME":
-                return self.home
-            if name == "PWD":
-                return self.cwd
-            return os.environ.get(name, "\0")
+        def lookup(name: str) -> str | None:
+            return self.home if name == "HOME" else self.cwd if name == "PWD" else (
+                os.environ.get(name))
 
+        def sub(m: re.Match[str]) -> str:
+            value = lookup(m.group(1))
+            return "\0" if value is None else value
+
+        if "${" in word:  # `${HOME:?}`, `${X:-/}`: the operators too, not just the name
+            from massgen_mcp.hook.expand import param_expand
+
+            word = param_expand(word, lookup)
         expanded = _VAR.sub(sub, word) if "$" in word else word
         return None if "\0" in expanded or "$" in expanded else expanded
 
@@ -219,6 +236,11 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=
                 return kind
         return None
 
+    def note_reads(self, cmd: object) -> None:
+        """A command about to run here (the line's `cd`s followed): a recording scope
+        (`hardline.RecordingScope`) notes what it reads; this one has nothing to do."""
+        return None
+
     def climbs_out(self, word: str) -> bool:
         """A relative path that climbs out of the workspace (`../x` from its root); a plain
         `x` in a directory the line moved to is not climbing."""
@@ -243,6 +265,12 @@ class Scope(namedtuple("Scope", "cwd workspace home temp_roots links", defaults=
     def delete_finding(self, word: str) -> Finding | None:
         """Why deleting `word` recursively is dangerous, or None when it is ordinary work."""
         target = word.rstrip("/") or "/"
+        if "$" in target:  # `"${arr[@]}"`, `${HOME:?}`: expanded before globbing
+            expanded = self.expand(target)
+            if expanded is None:
+                return Finding("destruction", "rm-unknown-target",
+                               f"recursive delete of '{word}', a path the hook cannot resolve")
+            target = expanded.rstrip("/") or "/"
         contents = False
         pattern = ""
         if _GLOB.search(target):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 
-from massgen_mcp.hook import channels
+from massgen_mcp.hook import capability, channels
 from massgen_mcp.hook.command import Analysis, SimpleCommand, _quote, shell_script
 from massgen_mcp.hook.command import command_head as command_head  # main.py imports it here
 from massgen_mcp.hook.expand import expand_words, glob_program, param_expand, tilde_user
@@ -64,6 +64,7 @@ _RESERVED = frozenset({"if", "then", "elif", "else", "fi", "do", "done", "while"
                        "esac", "{", "}", "!", "time", "coproc", "in"})
 _WHICH = frozenset({"which", "command", "type", "whereis", "readlink", "realpath"})
 _DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
+_READS_INPUT = frozenset({"mapfile", "readarray", "read", "getopts"})
 _MAX_DEPTH = 6
 
 
@@ -193,8 +194,11 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
                  for r in redirs]
     if not values:
         return _record(out, SimpleCommand("", [], redirects)) if redirects else None
-    n = len(values)
+    n, original = len(values), values
     values, kept, from_xargs = _strip_wrappers(values, kept, out, depth, variables)
+    chdir = _env_chdir(original[:n - len(values)])
+    if chdir is not None:  # `env -C dir cmd`: cmd runs there (and only cmd)
+        _record(out, SimpleCommand("pushd", [chdir]))
     for k, word in enumerate(words[i:i + n - len(values)]):  # `env NAME=value cmd`
         if (m := _ASSIGNMENT.match(word.value)) and k:
             _assign(m.group(1), word, m.end(), env, variables, out, run)
@@ -224,9 +228,16 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
         elif redir.op == "<<<" and redir.target is not None:
             cmd.stdin_code = redir.target.value
     if base in _DECLARE:
+        nameref = any(re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", a) for a in cmd.args)
         for word in kept[1:]:
             if m := _ASSIGNMENT.match(word.value):
                 _assign(m.group(1), word, m.end(), env, variables, out, run)
+                if nameref:  # `declare -n r=HOME`: $r is whatever HOME holds at run time
+                    variables[m.group(1)] = UNKNOWN
+    elif base in _READS_INPUT:  # `mapfile -t d`, `read x`: values known only at run time
+        names = [a for a in cmd.positionals() if re.fullmatch(r"[A-Za-z_]\w*", a)]
+        for name in names or ["MAPFILE" if base in ("mapfile", "readarray") else "REPLY"]:
+            variables[name] = UNKNOWN
     if base == "alias":
         for arg in cmd.args:
             name, eq, value = arg.partition("=")
@@ -236,7 +247,23 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
     _inner(cmd, out, depth, variables)
     channels.script_runs(cmd, out, SHELLS, run)
     channels.record_writes(cmd, out)
+    if chdir is not None:
+        _record(out, SimpleCommand("popd"))
     return cmd
+
+
+def _env_chdir(prefix: list[str]) -> str | None:
+    """The directory `env -C DIR` / `env --chdir=DIR` runs its command in, if any."""
+    if not prefix or prefix[0].rsplit("/", 1)[-1] != "env":
+        return None
+    for i, arg in enumerate(prefix):
+        if arg in ("-C", "--chdir") and i + 1 < len(prefix):
+            return prefix[i + 1]
+        if arg.startswith("--chdir="):
+            return arg[8:]
+        if arg.startswith("-C") and len(arg) > 2:
+            return arg[2:]
+    return None
 
 
 def _redirect_target(word: Word, variables: dict[str, str]) -> str:
@@ -347,19 +374,23 @@ def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, s
         for arg in args:
             if "=" in arg:
                 _script(arg.split("=", 1)[1], out, depth + 1, variables)
-    elif program == "watch":
-        rest = [a for a in args if not a.startswith("-")]
-        _script(" ".join(rest), out, depth + 1, variables)
     elif program == "find":
         for i, arg in enumerate(args):
             if arg in ("-exec", "-execdir", "-ok", "-okdir"):
                 end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+")),
                            len(args))
                 if i + 1 < end:
+                    here = arg in ("-execdir", "-okdir")  # runs in each match's directory
+                    if here:
+                        _record(out, SimpleCommand("pushd", [UNKNOWN]))
                     _script(" ".join(_quote(a) for a in args[i + 1:end]), out, depth + 1,
                             variables)
+                    if here:
+                        _record(out, SimpleCommand("popd"))
     elif program == "git":
         from massgen_mcp.hook.git_alias import expand_git
 
         for script in expand_git(cmd):
             _script(script, out, depth + 1, variables)
+    for line in capability.embedded(cmd):  # wrappers and options that run a command
+        _script(line, out, depth + 1, variables)

@@ -15,7 +15,6 @@ from typing import Any
 import anyio
 
 from massgen_mcp.backends import Backend, BackendContext
-from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.model_limits import fit_to_servers
 from massgen_mcp.config.team import Team
@@ -70,7 +69,7 @@ class Executor:
         backends: dict[str, Backend] = {}
         workspaces = None
         try:
-            workspaces = workspaces_for(team, live.record.dir, CLI_WIRES)
+            workspaces = workspaces_for(team, live.record.dir)
         except MassgenError as e:
             return self._stopped(live, team, task, "failed", error=str(e), after=after)
         if workspaces is not None:
@@ -147,7 +146,7 @@ class Executor:
 
             # Coding agents read and edit their own workspace copy instead.
             boxes = with_file_tools(boxes, [a.id for a in team.agents
-                                            if a.provider.wire not in CLI_WIRES],
+                                            if not a.provider.coding_cli],
                                     team.orchestrator.context_paths)
         from massgen_mcp.tools.shell import with_shell_tools
 
@@ -157,7 +156,7 @@ class Executor:
                              ) -> dict[str, Any]:
         # A coding agent's own MCP servers are handed to its CLI, not opened here.
         with_tools = [a for a in team.agents
-                      if a.backend.servers() and a.provider.wire not in CLI_WIRES]
+                      if a.backend.servers() and not a.provider.coding_cli]
         if not with_tools:
             return {}
         from massgen_mcp.tools.session import (

@@ -21,7 +21,6 @@ from collections import OrderedDict
 import anyio
 
 from massgen_mcp.backends import Backend, BackendContext, create_backend
-from massgen_mcp.backends.cli import CLI_WIRES
 from massgen_mcp.config.team import AgentSpec, Team
 from massgen_mcp.errors import BackendError, MassgenError
 from massgen_mcp.messages import Message, ToolSpec, Turn
@@ -30,8 +29,6 @@ from massgen_mcp.runs.standby import Standbys
 log = logging.getLogger(__name__)
 
 BACKEND_POOL_SIZE = 64
-#: Wires whose backend is bound to one run (see the module docstring).
-_PER_RUN_WIRES = frozenset({"sampling", "function", "test"})
 
 
 class BrokenBackend:
@@ -83,7 +80,7 @@ class BackendPool:
 
     def _backend(self, spec: AgentSpec, context: BackendContext, run_context: BackendContext,
                  taken: dict[str, Backend], closing: list[Backend]) -> Backend:
-        if spec.provider.wire in CLI_WIRES:
+        if spec.provider.coding_cli:
             warm, expired = self.standbys.take(spec, run_context)
             closing += expired
             cli = warm if warm is not None else create_backend(spec, run_context)
@@ -171,7 +168,7 @@ async def _close_all(backends: list[Backend]) -> None:
 
 def backend_key(spec: AgentSpec) -> str | None:
     """What makes two agents' backends interchangeable; None for backends bound to a run."""
-    if spec.provider.wire in _PER_RUN_WIRES:
+    if spec.provider.bound_to_a_run:
         return None
     key = spec.api_key.get_secret_value() if spec.api_key else ""
     options = spec.backend.model_dump_json(exclude={"api_key", "mcp_servers", "allowed_tools",

@@ -301,12 +301,12 @@ def _text(path: Path | None) -> list[str] | None:
     return data.decode("utf-8", errors="replace").splitlines(keepends=True)
 
 
-def workspaces_for(team: Team, run_dir: Path, cli_wires: frozenset[str]) -> Workspaces | None:
+def workspaces_for(team: Team, run_dir: Path) -> Workspaces | None:
     """The run's workspaces when a coding agent, or an API agent with the command-line tool
     (`tools/shell.py`), is on the team (None otherwise)."""
     from massgen_mcp.tools.shell import shell_enabled
 
-    if not any(a.provider.wire in cli_wires or shell_enabled(a.backend) for a in team.agents):
+    if not any(a.provider.coding_cli or shell_enabled(a.backend) for a in team.agents):
         return None
     ws = Workspaces(run_dir, context_paths(team))
     ws.prepare()

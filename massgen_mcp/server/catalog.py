@@ -29,6 +29,8 @@ from mcp.server.mcpserver.prompts.manager import PromptManager
 from mcp.server.mcpserver.resources import ResourceManager, ResourceTemplate
 from mcp.server.mcpserver.tools import Tool, ToolManager
 
+from massgen_mcp.server.sdk_adapter import managers, registered_resources, replace_managers
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
@@ -179,8 +181,8 @@ class LazyTemplates(_Deferred, ResourceManager):
                  resources: ResourceManager) -> None:
         ResourceManager.__init__(self, resources.warn_on_duplicate_resources)
         _Deferred.__init__(self, [_template(e) for e in listed], build)
-        self._resources = dict(resources._resources)  # an extension's (the viewer App)
-        self._templates = dict(resources._templates)
+        # An extension's (the viewer App), registered before the swap.
+        self._resources, self._templates = registered_resources(resources)
 
     def list_templates(self) -> list[ResourceTemplate]:
         if self._listed is not None:
@@ -219,14 +221,15 @@ def defer(mcp: MCPServer, listed: dict[str, list[dict[str, Any]]], *,
     """List `mcp`'s tools, resource templates and prompts from `listed` (load()) and build
     each part with its function when first needed. False (nothing deferred) when the server
     has some already (an extension's): the catalog holds only ours."""
-    if (mcp._tool_manager.list_tools() or mcp._resource_manager.list_templates()
-            or mcp._prompt_manager.list_prompts()):
+    tool_manager, resource_manager, prompt_manager = managers(mcp)
+    if (tool_manager.list_tools() or resource_manager.list_templates()
+            or prompt_manager.list_prompts()):
         return False
     settings = mcp.settings
-    mcp._tool_manager = LazyTools(listed["tools"], tools,
-                                  warn_on_duplicate_tools=settings.warn_on_duplicate_tools)
-    mcp._resource_manager = LazyTemplates(listed["resourceTemplates"], templates,
-                                          mcp._resource_manager)
-    mcp._prompt_manager = LazyPrompts(listed["prompts"], prompts,
-                                      warn_on_duplicate_prompts=settings.warn_on_duplicate_prompts)
+    replace_managers(
+        mcp,
+        LazyTools(listed["tools"], tools, warn_on_duplicate_tools=settings.warn_on_duplicate_tools),
+        LazyTemplates(listed["resourceTemplates"], templates, resource_manager),
+        LazyPrompts(listed["prompts"], prompts,
+                    warn_on_duplicate_prompts=settings.warn_on_duplicate_prompts))
     return True

@@ -66,7 +66,7 @@ class ToolHost:
         """A team with sampling agents needs a client that can sample on this connection."""
         from massgen_mcp.backends.sampling import NO_BACK_CHANNEL, NO_SAMPLING
 
-        if any(a.provider.wire == "sampling" for a in team.agents) and not self.can_sample(ctx):
+        if any(a.provider.uses_client_model for a in team.agents) and not self.can_sample(ctx):
             version = getattr(ctx, "protocol_version", None) or "?"
             if version >= "2026":
                 raise ToolError(f"{NO_BACK_CHANNEL} (negotiated protocol {version})")

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import BaseModel, Field
 
 from massgen_mcp.backends import BackendContext
@@ -45,6 +45,26 @@ def _plan_summary(out: PlanResult) -> str:
             f"team (winner {out.consensus.winner}; votes {out.consensus.tally}). The plan is "
             f"in the structured result (plan, markdown), stored at {out.path}; "
             f"get_plan('{out.plan_id}') returns it again.")
+
+
+def _checkpoint_reply(out: CheckpointResult) -> CallToolResult:
+    """The checkpoint tool's result: the plan to follow (or why there is none), and what a
+    person said about its irreversible steps."""
+    if out.plan:
+        from massgen_mcp.modes.checkpoint.answer_format import render_plan
+
+        text = (f"Checkpoint {out.checkpoint_id} ({out.status}): follow these steps "
+                f"exactly; calls outside the approved actions are blocked.\n\n"
+                f"{render_plan(out.plan)}")
+    else:
+        text = f"No approved plan (status {out.status}): {out.error or 'no valid plan'}"
+    if out.needs_person:
+        text += (f"\n\nSteps that cannot be undone (a person's yes: {out.person}"
+                 f"{'; ' + out.person_note if out.person_note and out.plan else ''}):\n"
+                 + "\n".join(f"- {line}" for line in out.needs_person))
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=out.model_dump(mode="json"),
+                          is_error=out.plan is None)
 
 
 def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
@@ -171,13 +191,21 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         with rollbacks, and recovery trees, checked against the built-in safety policy and the
         hardline policy no plan can approve. The reviewers are the operator's checkpoint team;
         a plan is approved only when a majority of them (or all, if the operator says so)
-        vote for it. The approved plan is enforced by the `massgen-mcp hook pre-tool-use`
-        Claude Code hook."""
+        vote for it. When it holds a step that cannot be undone (force-push to a shared
+        branch, deploy, deleting data), the person is asked (MCP elicitation) before it
+        becomes active; a no activates nothing. The approved plan is enforced by the
+        `massgen-mcp hook pre-tool-use` Claude Code hook."""
+        from massgen_mcp.server.checkpoint_person import can_ask, resume, settle
+
+        # 2026-07-28: the retry carrying the person's answer (no second review run)
+        resumed = await resume(ctx, app.checkpoint_person_answered)
+        if resumed is not None:
+            return _checkpoint_reply(resumed)
         app.checkpoint_session(workspace_dir)  # no session: say so before anything
         name = app.reviewer_team_name(models, team)  # models/team: operator's flag only
         chosen = await host.team_for(ctx, models=models, team=name)
         if not app.allow_checkpoint_team_override and any(
-                a.provider.wire == "sampling" for a in chosen.agents):
+                a.provider.uses_client_model for a in chosen.agents):
             raise ToolError(
                 "checkpoint: no reviewer team is configured (the bundled checkpoint team's "
                 "keys are not set), and sampling would make the calling agent's own model its "
@@ -186,17 +214,13 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         prepared, _ = app.checkpoint(
             chosen, objective=objective, action_goals=action_goals,
             eval_criteria=eval_criteria, workspace_dir=workspace_dir,
-            backend_context=BackendContext(session=ctx.session))
+            backend_context=BackendContext(session=ctx.session),
+            hold_irreversible=can_ask(ctx))
         await host.run(prepared, ctx, True)
-        out: CheckpointResult = prepared.outcome
-        if out.plan:
-            from massgen_mcp.modes.checkpoint.answer_format import render_plan
-
-            text = (f"Checkpoint {out.checkpoint_id} ({out.status}): follow these steps "
-                    f"exactly; calls outside the approved actions are blocked.\n\n"
-                    f"{render_plan(out.plan)}")
-        else:
-            text = f"No approved plan (status {out.status}): {out.error or 'no valid plan'}"
-        return CallToolResult(content=[TextContent(type="text", text=text)],
-                              structured_content=out.model_dump(mode="json"),
-                              is_error=out.plan is None)
+        # A plan with irreversible steps: the person's yes first, where the client can ask.
+        settled = await settle(ctx, prepared.outcome, objective, app.checkpoint_person_answered)
+        if isinstance(settled, InputRequiredResult):
+            # 2026-07-28: the client asks its user and retries. The SDK passes this result
+            # through unchanged; declaring it in the annotation would drop the outputSchema.
+            return settled  # type: ignore[return-value]
+        return _checkpoint_reply(settled)

@@ -191,9 +191,10 @@ async def _serve_stdio(mcp: MCPServer, app: App) -> None:
     from mcp.server.stdio import stdio_server
     from mcp.shared.message import SessionMessage
 
+    from massgen_mcp.server.sdk_adapter import lowlevel_server
     from massgen_mcp.server.wire_errors import error_reply
 
-    lowlevel = mcp._lowlevel_server  # run_stdio_async offers no way to watch the stream
+    lowlevel = lowlevel_server(mcp)  # run_stdio_async offers no way to watch the stream
     async with stdio_server() as (read, write):
         tx, rx = anyio.create_memory_object_stream[Any](0)
 

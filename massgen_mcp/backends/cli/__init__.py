@@ -6,4 +6,6 @@ through a small MCP server massgen-mcp runs for it (`massgen_mcp.tools.workflow_
 
 from __future__ import annotations
 
-CLI_WIRES = frozenset({"claude_code", "codex", "gemini_cli", "copilot"})
+from massgen_mcp.config.providers import CODING_CLI_WIRES as CLI_WIRES
+
+__all__ = ["CLI_WIRES"]

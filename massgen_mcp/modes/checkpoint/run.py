@@ -39,6 +39,14 @@ class CheckpointResult(BaseModel):
     error: str | None = None
     approval: str = Field(default="majority", description="How much agreement approval "
                           "needed: majority or unanimous of the live reviewers.")
+    needs_person: list[str] = Field(default_factory=list, description="The approved steps "
+                                    "that cannot be undone (force-push to a shared branch, "
+                                    "deploy, deleting data): they need a person's yes.")
+    person: str | None = Field(default=None, description="What the person said about those "
+                               "steps: approved, declined, cancelled, no_answer, or not_asked "
+                               "(the client cannot ask; see person_note). Anything but "
+                               "approved/not_asked: nothing became active.")
+    person_note: str | None = None
 
 
 #: Status of a checkpoint whose reviewers did not agree enough: nothing was approved.
@@ -81,6 +89,33 @@ class _RecordingFormat:
             raise
         record_candidate(self.ckpt_dir, label, self.redact(parsed.data))
         return parsed
+
+
+#: Status of a checkpoint whose irreversible steps the person did not approve.
+NOT_APPROVED = "not_approved_by_person"
+
+
+def person_answered(out: CheckpointResult, verdict: str) -> CheckpointResult:
+    """Settle a plan that needed a person (`human.py`): a yes activates the held plan; no,
+    cancel or no answer activate nothing; `not_asked` (the client cannot ask) leaves the
+    plan as activated, with the note. The answer is kept in the checkpoint's person.json."""
+    from massgen_mcp.modes.checkpoint.human import APPROVED, NOT_ASKED, NOT_SHOWN_NOTE
+    from massgen_mcp.modes.checkpoint.store import activate_plan, record_person
+
+    ckpt = Path(out.logs_dir)
+    out.person = verdict
+    if verdict == NOT_ASKED:
+        out.person_note = NOT_SHOWN_NOTE
+    elif verdict == APPROVED and out.plan is not None:
+        activate_plan(ckpt, out.plan)
+    else:
+        out.person_note = out.error = (
+            f"the person's answer was {verdict.replace('_', ' ')}: the plan did NOT become "
+            "active and its steps are not approved. Stop, or call checkpoint again with a "
+            "plan the person can accept")
+        out.status, out.plan = NOT_APPROVED, None
+    record_person(ckpt, verdict, out.needs_person, out.person_note or "")
+    return out
 
 
 OVERRIDE_FLAG = "--allow-checkpoint-team-override"
@@ -148,9 +183,10 @@ def agreement_problem(result: RunResult, rule: str) -> str | None:
 def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
                        action_goals: list[Any] | None, eval_criteria: list[str] | str | None,
                        workspace_dir: str | None = None, approval: str | None = None,
-                       **prepare_kwargs: Any
+                       hold_irreversible: bool = False, **prepare_kwargs: Any
                        ) -> tuple[PreparedRun, Path]:
     from massgen_mcp.modes.checkpoint.answer_format import CheckpointAnswerFormat
+    from massgen_mcp.modes.checkpoint.human import needs_person
     from massgen_mcp.modes.checkpoint.prompt import review_task
     from massgen_mcp.modes.checkpoint.store import load_session, new_checkpoint_dir, record_result
 
@@ -178,12 +214,18 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
         problem = agreement_problem(result, rule) if status in ("completed", "degraded") else None
         if problem:
             status, error = NO_AGREEMENT, problem
-        out = record_result(ckpt, status=status, plan=result.final_data, votes=votes,
-                            elapsed=result.elapsed_seconds, winner=winner)
+        plan = result.final_data
+        lines = (needs_person(plan["steps"]) if status == "completed" and isinstance(
+            plan, dict) and isinstance(plan.get("steps"), list) else [])
+        held = hold_irreversible and bool(lines)  # active only once a person says yes
+        out = record_result(ckpt, status=status, plan=plan, votes=votes,
+                            elapsed=result.elapsed_seconds, winner=winner,
+                            activate=False if held else None)
         if problem:
             out["plan"] = None  # kept in plan.json for the record; nobody may follow it
         return CheckpointResult(**out, run_id=result.run_id, votes=votes, error=error,
-                                winner=winner, approval=rule)
+                                winner=winner, approval=rule, needs_person=lines,
+                                person="pending" if held else None)
 
     prepared.after = record
     return prepared, ckpt

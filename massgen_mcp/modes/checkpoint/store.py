@@ -249,18 +249,25 @@ def record_result(
               "elapsed": round(elapsed, 3), "logs_dir": str(ckpt_dir)}
     write_json_atomic(str(ckpt_dir / "plan.json"), {**result, "winner": winner})
     if plan is not None and (activate if activate is not None else status == "completed"):
-        session = _read_session(ckpt_dir.parent)
-        if session is None:
-            raise InputError(f"{ckpt_dir.parent}: no session.json; was the session removed?")
-        inputs = read_json(str(ckpt_dir / "inputs.json")) or {}
-        set_active_plan(str(ckpt_dir.parent.parent), session.workspace_dir, session.session_id, {
-            "checkpoint_id": ckpt_dir.name, "objective": inputs.get("objective", ""),
-            "activated_at": _now(), "steps": plan["steps"],
-            "approved": approved_calls(plan["steps"]),
-        })
+        activate_plan(ckpt_dir, plan)
     return result
 
 
-def deactivate(state_dir: str | Path, workspace_dir: str | Path) -> bool:
-    """Stop enforcing the workspace's plan (e.g. when its objective is done)."""
-    return clear_active_plan(str(_root(state_dir)), str(Path(workspace_dir).resolve()))
+def activate_plan(ckpt_dir: Path, plan: dict[str, Any]) -> None:
+    """Make a recorded checkpoint's plan the workspace's active plan (the hook enforces it)."""
+    ckpt_dir = Path(ckpt_dir)
+    session = _read_session(ckpt_dir.parent)
+    if session is None:
+        raise InputError(f"{ckpt_dir.parent}: no session.json; was the session removed?")
+    inputs = read_json(str(ckpt_dir / "inputs.json")) or {}
+    set_active_plan(str(ckpt_dir.parent.parent), session.workspace_dir, session.session_id, {
+        "checkpoint_id": ckpt_dir.name, "objective": inputs.get("objective", ""),
+        "activated_at": _now(), "steps": plan["steps"],
+        "approved": approved_calls(plan["steps"]),
+    })
+
+
+def record_person(ckpt_dir: Path, answer: str, asked: list[str], note: str = "") -> None:
+    """Keep what the person was asked and answered (approved, declined, ...) for the audit."""
+    write_json_atomic(str(Path(ckpt_dir) / "person.json"),
+                      {"answer": answer, "asked": asked, "note": note, "at": _now()})

@@ -1,0 +1,105 @@
+"""The paths a call names, for the hard line: which words of a command are paths, what
+absolute path each names, and could it (maybe a glob) name a protected path or a
+directory above one? Globs match as the shell does (a wildcard does not match a leading dot
+unless the line turns dotglob on). Standard library only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+
+from massgen_mcp.hook.scope import Scope, is_under
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from massgen_mcp.hook.shell import SimpleCommand
+
+#: Whether the command being judged turns on dotglob (then wildcards match dot names too).
+_DOTGLOB = [False]
+
+
+def _segments(path: str) -> list[str]:
+    return [s for s in path.split("/") if s]
+
+
+def _globbed(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+def _segment(pattern: str, name: str) -> bool:
+    """Does one glob segment match one name? As the shell does: a wildcard does not match a
+    leading dot (unless the line turns dotglob on)."""
+    if name.startswith(".") and not pattern.startswith(".") and not _DOTGLOB[0]:
+        return False
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _matches(pat: list[str], path: list[str], *, prefix: bool) -> bool:
+    """Does glob `pat` match `path` (prefix: match `path` and then anything below it)?
+    `**` stands for any number of segments (as with globstar; bash without it reads `**` as
+    `*`, which matches less)."""
+    if not path and prefix:
+        return True
+    if not pat:
+        return not path
+    head = pat[0]
+    if head == "**":
+        for k in range(len(path) + 1):
+            if _matches(pat[1:], path[k:], prefix=prefix):
+                return True
+            if k < len(path) and path[k].startswith(".") and not _DOTGLOB[0]:
+                return False
+        return False
+    return bool(path) and _segment(head, path[0]) and _matches(pat[1:], path[1:],
+                                                                prefix=prefix)
+
+
+def names_inside(pattern: str, root: str) -> bool:
+    """Could `pattern` (an absolute path, maybe a glob) name `root` or something in it?"""
+    if not _globbed(pattern):
+        return is_under(pattern, root)
+    return _matches(_segments(pattern), _segments(root), prefix=True)
+
+
+def names_ancestor(pattern: str, target: str) -> bool:
+    """Could `pattern` name `target` or a directory above it?"""
+    if not _globbed(pattern):
+        return is_under(target, pattern)
+    pat, want = _segments(pattern), _segments(target)
+    return any(_matches(pat, want[:k], prefix=False) for k in range(len(want) + 1))
+
+
+def _absolute(scope: Scope, word: str) -> str | None:
+    """The absolute path a word names (globs kept, symlinks resolved when literal)."""
+    expanded = scope.expand(word)
+    # Not known statically (after `cd "$X"` or `cd -`, a computed word): the ordinary rules
+    # gate what they cannot resolve; the hard line only judges what it can name.
+    if not expanded or "\0" in expanded or "\0" in scope.cwd:
+        return None
+    path = os.path.normpath(os.path.join(scope.cwd, expanded))
+    return path if _globbed(path) else os.path.realpath(path)
+
+
+_PARSED: dict[str, list[SimpleCommand]] = {}
+
+
+def commands_of(command: str) -> list[SimpleCommand]:
+    """`shell.simple_commands`, parsed once per hook call however many checks ask."""
+    if command not in _PARSED:
+        from massgen_mcp.hook.shell import simple_commands
+
+        _PARSED.clear()
+        _PARSED[command] = simple_commands(command)
+    return _PARSED[command]
+
+
+def _words(cmd: SimpleCommand) -> list[str]:
+    """The words of a command that may be paths: operands, redirect targets, `--opt=path`."""
+    words = [w for op, w in cmd.redirects if w and not w.startswith("&") and op != "<<<"]
+    for arg in cmd.args:
+        if not arg.startswith("-"):
+            words.append(arg)
+        if "=" in arg:  # `--file=x`, `if=x`
+            words.append(arg.split("=", 1)[1])
+    return words

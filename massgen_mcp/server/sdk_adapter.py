@@ -1,0 +1,93 @@
+"""Every private part of the MCP SDK this package touches, in one place.
+
+Two things the SDK's public API does not offer, and what we reach for instead:
+
+- **Lazy registration.** `MCPServer` keeps its tools, resource templates and prompts in three
+  managers (`_tool_manager`, `_resource_manager`, `_prompt_manager`) and builds each tool's
+  schemas at `@tool()` time. The catalog (`catalog.py`) answers the `*/list` requests from a
+  shipped file and builds the real registrations on first use, so it swaps those managers for
+  subclasses and reads the static resources already registered (`_resources`,
+  `_templates`). What would make this public: an `MCPServer(tool_manager=...)` argument, or a
+  `list_tools` hook that a server can answer before registering anything.
+- **The stdio stream.** `run_stdio_async()` gives no way to see the end of stdin before the
+  session does (the server marks live runs `interrupted` there), so `transports.py` drives the
+  low-level server (`_lowlevel_server`) itself. What would make this public: an `on_close`
+  callback on `run_stdio_async`, or the low-level server as a public attribute.
+
+`pyproject.toml` pins the SDK to the minor release these were checked against, and
+`tests/test_sdk_adapter.py` fails, naming the part, when an SDK release changes any of them:
+`problems()` is what it asserts on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.prompts.manager import PromptManager
+    from mcp.server.mcpserver.resources import ResourceManager
+    from mcp.server.mcpserver.tools import ToolManager
+
+#: The SDK release line this adapter was checked against (pyproject.toml pins `mcp>=2.3,<2.4`).
+SDK_MINOR = (2, 3)
+
+
+def managers(mcp: MCPServer) -> tuple[ToolManager, ResourceManager, PromptManager]:
+    """The server's tool, resource and prompt managers."""
+    return mcp._tool_manager, mcp._resource_manager, mcp._prompt_manager
+
+
+def replace_managers(mcp: MCPServer, tools: ToolManager, resources: ResourceManager,
+                     prompts: PromptManager) -> None:
+    """Put our managers in place of the server's (the SDK reads these on every request)."""
+    mcp._tool_manager = tools
+    mcp._resource_manager = resources
+    mcp._prompt_manager = prompts
+
+
+def registered_resources(manager: ResourceManager) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Copies of the static resources and templates already registered with `manager`."""
+    return dict(manager._resources), dict(manager._templates)
+
+
+def lowlevel_server(mcp: MCPServer) -> Server[Any]:
+    """The low-level server under `mcp` (for running a session on our own streams)."""
+    return mcp._lowlevel_server
+
+
+def problems() -> list[str]:
+    """What the installed SDK no longer offers of what this module relies on (empty: all)."""
+    from importlib.metadata import version
+
+    from mcp.server.lowlevel import Server
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.prompts.manager import PromptManager
+    from mcp.server.mcpserver.resources import ResourceManager
+    from mcp.server.mcpserver.tools import ToolManager
+
+    found: list[str] = []
+    mcp = MCPServer(name="adapter-check")
+    wanted: list[tuple[str, Any, type]] = [
+        ("MCPServer._tool_manager", getattr(mcp, "_tool_manager", None), ToolManager),
+        ("MCPServer._resource_manager", getattr(mcp, "_resource_manager", None),
+         ResourceManager),
+        ("MCPServer._prompt_manager", getattr(mcp, "_prompt_manager", None), PromptManager),
+        ("MCPServer._lowlevel_server", getattr(mcp, "_lowlevel_server", None), Server),
+    ]
+    found += [f"{name} is {type(value).__name__}, not {kind.__name__}"
+              for name, value, kind in wanted if not isinstance(value, kind)]
+    resources = getattr(mcp, "_resource_manager", None)
+    for attr in ("_resources", "_templates"):
+        if not isinstance(getattr(resources, attr, None), dict):
+            found.append(f"ResourceManager.{attr} is not a dict")
+    for cls, methods in ((ToolManager, ("list_tools", "get_tool", "remove_tool")),
+                         (ResourceManager, ("list_templates", "get_resource")),
+                         (PromptManager, ("list_prompts", "get_prompt", "remove_prompt"))):
+        found += [f"{cls.__name__}.{m} is gone" for m in methods if not hasattr(cls, m)]
+    installed = version("mcp")
+    if tuple(int(p) for p in installed.split(".")[:2]) != SDK_MINOR:
+        found.append(f"mcp {installed} is not the checked release line "
+                     f"{'.'.join(map(str, SDK_MINOR))}.x")
+    return found
