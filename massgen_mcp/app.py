@@ -129,7 +129,7 @@ class App:
         max_total_tokens: int | None = None,
         max_provider_calls: int | None = None,
         max_cost_usd: float | None = None,
-        min_agreement: float | None = None,
+        min_agreement: float | dict[str, float] | None = None,
         stances: list[str] | None = None,
         from_tool: bool = False,
     ) -> Team:
@@ -143,7 +143,8 @@ class App:
             raise InputError(f"{words.timeout} must be a positive number of seconds")
         if max_answers_per_agent is not None and max_answers_per_agent < 1:
             raise InputError(f"{words.max_answers} must be at least 1")
-        if min_agreement is not None and not 0 < min_agreement <= 1:
+        shares = min_agreement.values() if isinstance(min_agreement, dict) else [min_agreement]
+        if any(v is not None and not 0 < v <= 1 for v in shares):
             raise InputError(f"{words.min_agreement} is the share of votes the winner needs: "
                              "a number above 0 and at most 1, e.g. 0.67")
         default_team = default_team or self.default_team
@@ -242,16 +243,25 @@ class App:
     def consensus(self, team: Team, task: str, *, context: str | None = None,
                   listener: Listener | None = None,
                   backend_context: BackendContext | None = None,
-                  run_id: str | None = None, owner: str = LOCAL_NAME) -> PreparedRun:
+                  run_id: str | None = None, owner: str = LOCAL_NAME,
+                  follow_up: RunResult | None = None,
+                  follow_up_of: str | None = None) -> PreparedRun:
         """A plain consensus run: free-text answers, the winner presents the final answer.
-        `run_id`: a worker executing the run a front end prepared (its record exists)."""
+        `run_id`: a worker executing the run a front end prepared (its record exists).
+        `follow_up`: the earlier run it continues (`previous_run`): the team is given its
+        decision; `follow_up_of` only records the chain (a worker's context has it)."""
         from massgen_mcp.modes.consensus.run import prepare_consensus
 
+        if follow_up is not None:
+            from massgen_mcp.modes.consensus.follow_up import with_follow_up
+
+            context, follow_up_of = with_follow_up(context, follow_up), follow_up.run_id
         prepared = prepare_consensus(self.engine, team, task, context=context,
                                      listener=listener, backend_context=backend_context,
-                                     run_id=run_id, owner=owner)
+                                     run_id=run_id, owner=owner, follow_up_of=follow_up_of)
         prepared.call = self._call(team, {"mode": "consensus", "task": prepared.task,
-                                          "context": prepared.context})
+                                          "context": prepared.context,
+                                          "follow_up_of": follow_up_of})
         return prepared
 
     def plan(self, team: Team, goal: str, *, depth: str = "dynamic",
@@ -301,6 +311,15 @@ class App:
         """A run as it stands: live in this process, else from its record. Another user's
         run reads as unknown (runs/owners.py); the default `who` is the operator."""
         return self.engine.get(self.engine.visible(run_id, who))
+
+    def previous_run(self, ref: str, who: Principal = LOCAL) -> RunResult:
+        """The run a follow-up continues: a run id or `latest`, looked up as `get_run` looks
+        a run up for `who` (one the caller cannot see is an unknown run); not one still
+        running."""
+        from massgen_mcp.modes.consensus.follow_up import previous_run
+
+        return previous_run(ref, lambda run_id: self.get_run(run_id, who),
+                            lambda: self.list_runs(20, who))
 
     def list_runs(self, limit: int = 20, who: Principal = LOCAL) -> list[RunResult]:
         """Recent runs `who` may see, newest first."""

@@ -181,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "its share was below --min-agreement; the candidates "
                                      "are on stderr).")
     run.add_argument("task", help="the task or question for the team")
+    run.add_argument("--follow-up", default=None, dest="follow_up", metavar="RUN_ID|latest",
+                     help="follow up a finished run: the team is given its task, final answer "
+                          "and dissent, and the runs are linked")
     _team_options(run)
 
     plan = sub.add_parser("plan", help="ask the team for a validated task plan",
@@ -410,7 +413,9 @@ async def _run_once(args: argparse.Namespace, command: str, progress: Progress) 
         prepared = app.plan(team, args.goal, depth=args.depth, constraints=args.constraints,
                             context=context, listener=progress.event)
     else:
-        prepared = app.consensus(team, args.task, context=context, listener=progress.event)
+        previous = app.previous_run(args.follow_up) if args.follow_up else None
+        prepared = app.consensus(team, args.task, context=context, listener=progress.event,
+                                 follow_up=previous)
     progress.live = prepared.live
     async with anyio.create_task_group() as tg:
         tg.start_soon(progress.heartbeat)

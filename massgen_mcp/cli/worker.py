@@ -135,7 +135,8 @@ async def build_run(app: App, job: RunJob) -> PreparedRun:
             "--team-dir and provider keys")
     call = job.call
     if isinstance(call, ConsensusCall):
-        return app.consensus(team, call.task, context=call.context, run_id=job.run_id)
+        return app.consensus(team, call.task, context=call.context, run_id=job.run_id,
+                             follow_up_of=call.follow_up_of)
     return app.plan(team, call.goal, depth=call.depth, constraints=call.constraints,
                     context=call.context, run_id=job.run_id)
 

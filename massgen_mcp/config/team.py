@@ -41,6 +41,8 @@ from massgen_mcp.config.providers import (
     canonical_type,
     known_type_names,
 )
+from massgen_mcp.config.stances import stance_map
+from massgen_mcp.config.team_scale import MAX_AGENTS, ScaleKnobs
 from massgen_mcp.errors import ConfigError, format_validation_error
 from massgen_mcp.paths import name_problem
 
@@ -217,7 +219,7 @@ DEFAULT_MAX_NEW_ANSWERS = 3
 CALLS_PER_AGENT = 20
 
 
-class OrchestratorConfig(_Lenient):
+class OrchestratorConfig(ScaleKnobs, _Lenient):
     max_new_answers_per_agent: int | None = Field(default=DEFAULT_MAX_NEW_ANSWERS, ge=1,
                                                   le=100)
     answer_novelty_requirement: Level = "lenient"
@@ -304,7 +306,7 @@ class OrchestratorConfig(_Lenient):
 
 
 class TeamConfig(_Lenient):
-    agents: list[AgentConfig] = Field(min_length=1, max_length=32)
+    agents: list[AgentConfig] = Field(min_length=1, max_length=MAX_AGENTS)
     orchestrator: OrchestratorConfig = Field(default_factory=OrchestratorConfig)
     name: str | None = None
     description: str | None = None
@@ -366,40 +368,6 @@ class AgentSpec:
         return f"the {self.provider.name} SDK's default"
 
 
-#: The longest stance instruction accepted (it goes into the agent's system prompt).
-MAX_STANCE_CHARS = 1000
-
-
-def _stance_map(stances: list[str] | dict[str, str], ids: list[str],
-                where: str) -> dict[str, str]:
-    items = list(stances.items()) if isinstance(stances, dict) else []
-    if not isinstance(stances, dict):
-        positional = 0
-        for raw in stances:
-            key, sep, rest = str(raw).partition("=")
-            if sep and key.strip() in ids:
-                items.append((key.strip(), rest))
-            else:
-                if positional >= len(ids):
-                    raise ConfigError(f"{where}: {len(stances)} stances for a team of "
-                                      f"{len(ids)} agents ({', '.join(ids)}); give one per "
-                                      "agent, or name agents as id=stance")
-                items.append((ids[positional], str(raw)))
-                positional += 1
-    out = {}
-    for agent_id, stance in items:
-        text = str(stance).strip()
-        if agent_id not in ids:
-            raise ConfigError(f"{where}: no agent '{agent_id}' in this team (agents: "
-                              f"{', '.join(ids)})")
-        if not text or len(text) > MAX_STANCE_CHARS:
-            raise ConfigError(f"{where}: the stance for {agent_id} must be for, against, "
-                              f"neutral or an instruction of 1 to {MAX_STANCE_CHARS} "
-                              "characters")
-        out[agent_id] = text
-    return out
-
-
 @dataclass(frozen=True, slots=True)
 class Team:
     name: str
@@ -426,7 +394,7 @@ class Team:
         `agent_id=stance` to name its agent (PAL-style)."""
         if not stances:
             return self
-        by_id = _stance_map(stances, [a.id for a in self.agents], where)
+        by_id = stance_map(stances, [a.id for a in self.agents], where)
         agents = tuple(replace(a, stance=by_id[a.id]) if a.id in by_id else a
                        for a in self.agents)
         return Team(self.name, agents, self.orchestrator, self.source, self.warnings,

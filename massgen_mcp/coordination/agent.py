@@ -52,6 +52,8 @@ class AgentState:
     turn_started: float | None = None
     longest_turn: float = 0.0
     turns: int = 0
+    #: k reviewers (reviewers.py): the anonymous ids whose answers it reads; None: all.
+    reads: frozenset[str] | None = None
 
     @property
     def live(self) -> bool:

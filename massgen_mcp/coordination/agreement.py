@@ -52,6 +52,9 @@ class Agreement(BaseModel):
     not_voted: int = Field(default=0, description="Live agents that cast no vote.")
     missing_votes: list[MissingVote] = Field(
         default_factory=list, description="Each live agent that cast no vote, and why.")
+    independent_share: float | None = Field(
+        default=None, description="The winner's share when each model family's votes count "
+                                  "once (families.py); null with no votes.")
 
 
 class DissentVote(BaseModel):

@@ -47,8 +47,15 @@ from massgen_mcp.coordination.early_stop import (
     settled_vote,
     verdict,
 )
+from massgen_mcp.coordination.families import independence_shortfall
 from massgen_mcp.coordination.presentation import present
-from massgen_mcp.coordination.result import RunResult, RunStatus, build_result, status_error
+from massgen_mcp.coordination.result import (
+    RunResult,
+    RunStatus,
+    build_result,
+    status_error,
+)
+from massgen_mcp.coordination.reviewers import reads, set_up_reviews
 from massgen_mcp.coordination.stragglers import Stragglers
 from massgen_mcp.coordination.turns import guarded_turn, shuffle_seed, wait_for_first_answers
 from massgen_mcp.coordination.workflow import Decision
@@ -94,6 +101,7 @@ class Orchestrator:
             for spec in team.agents
         ]
         self._by_anon = {a.anon: a for a in self.agents}
+        self.reviews = set_up_reviews(self.cfg, task, self.agents)
         self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes),
                              stop=lambda detail: self.cancel("budget_exceeded", detail),
                              emit=self._emit)
@@ -181,7 +189,8 @@ class Orchestrator:
             elapsed=round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
             started_at=self.started_at, team=self.team.name, log_dir=self.log_dir,
             presented=self._presented, shuffle_seed=self.seed,
-            early_stop_cancelled_turns=self._early_stopped, not_voted=self._why_not_voted)
+            early_stop_cancelled_turns=self._early_stopped, not_voted=self._why_not_voted,
+            reviews=self.reviews)
 
     # ------------------------------------------------------------------ the loop
 
@@ -240,6 +249,8 @@ class Orchestrator:
         a.restart_pending = False
         restarted = []  # agents whose vote or in-flight turn this answer makes stale
         for b in self.agents:
+            if not reads(b, a):  # k reviewers: its view did not change (reviewers.py)
+                continue
             voted, b.vote = b.vote is not None, None
             if b is a or not b.live:
                 continue
@@ -369,6 +380,11 @@ class Orchestrator:
             self._stop_detail = v.problem
             self._emit("no_consensus", leader=w.spec.id, min_agreement=self.cfg.min_agreement,
                        tally=dict(v.tally), message=v.problem)
+            return
+        short = independence_shortfall(self.cfg.min_independent_share, self.agents, w)
+        if short is not None:  # one model family's votes are not independent votes
+            self._no_consensus, self._stop_detail = True, short
+            self._emit("no_consensus", leader=w.spec.id, message=short)
             return
         if self.cfg.skip_final_presentation or not w.live:
             return

@@ -21,6 +21,7 @@ from massgen_mcp.coordination.faithful import (
     kept_share,
     repetition,
 )
+from massgen_mcp.coordination.reviewers import reads
 from massgen_mcp.coordination.workflow import (
     NEW_ANSWER,
     WORKFLOW_TOOLS,
@@ -95,7 +96,9 @@ async def present(
     messages = prompts.presentation_messages(
         own_system=w.spec.system_message, task=task, context=context,
         instructions=fmt.instructions(),
-        all_answers=[(a.spec.id, fmt.render(a.answers[-1])) for a in agents if a.answers],
+        # k reviewers: the answers it read (and its own), so the prompt does not grow with N
+        all_answers=[(a.spec.id, fmt.render(a.answers[-1])) for a in agents
+                     if a.answers and reads(w, a)],
         own_id=w.spec.id,
         votes_received=[(a.spec.id, a.vote.reason) for a in agents
                         if a.vote and a.vote.voted_for == w.anon],

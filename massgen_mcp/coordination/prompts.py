@@ -41,11 +41,13 @@ class ShownAnswer:
 
 
 def coordination_system(own_system: str | None, noun: str, sensitivity: str,
-                        stance: str | None = None) -> Message:
+                        stance: str | None = None, reads: int | None = None) -> Message:
     parts = [own_system.strip()] if own_system else []
+    # k reviewers (reviewers.py): it sees its own and `reads` others, not the whole team
+    seen = "all agents" if reads is None else f"{reads} other agents and your own"
     parts.append(
         f"You are one of several expert agents working on the same task in parallel. You can see "
-        f"the current {noun}s of all agents, anonymized (agent1, agent2, ...; a label like "
+        f"the current {noun}s of {seen}, anonymized (agent1, agent2, ...; a label like "
         f"agent2.3 is agent2's third {noun}). Each turn, end by calling exactly ONE tool:\n"
         f"- new_answer: submit a complete {noun} that is better than every existing one "
         f"(yours included). Everyone then looks again.\n"
@@ -88,11 +90,12 @@ def turn_messages(
     sensitivity: str,
     vote_only: bool,
     stance: str | None = None,
+    reads: int | None = None,
 ) -> list[Message]:
     """One coordination turn: the task and the current answers (in `shown`'s order)."""
     text = (task_block(task, context, instructions) + "\n\n" + answers_block(shown, noun)
             + "\n\n" + turn_ending(own_label, noun, vote_only))
-    return [coordination_system(own_system, noun, sensitivity, stance), user(text)]
+    return [coordination_system(own_system, noun, sensitivity, stance, reads), user(text)]
 
 
 def turn_ending(own_label: str | None, noun: str, vote_only: bool) -> str:

@@ -26,6 +26,8 @@ from massgen_mcp.coordination.agreement import (
     dissent_of,
     missing_votes,
 )
+from massgen_mcp.coordination.families import independence
+from massgen_mcp.coordination.reviewers import Reviews
 
 if TYPE_CHECKING:
     from massgen_mcp.coordination.agent import AgentState as Agent
@@ -85,6 +87,7 @@ class WinnerInfo(BaseModel):
     model: str
     label: str
     votes: int
+    families: int = Field(default=0, description="Model families among its voters.")
 
 
 class AgentInfo(BaseModel):
@@ -193,6 +196,10 @@ class RunResult(BaseModel):
                                   "were shown (position-bias control); null when not shuffled.")
     workspace: WorkspaceResult | None = Field(
         default=None, description="The winner's workspace, when the winner is a coding agent.")
+    follow_up_of: str | None = Field(default=None, description="The run this one follows up.")
+    reviews: Reviews | None = Field(
+        default=None, description="Big teams (k reviewers): who read whose answers; null "
+                                  "when every agent read every answer.")
 
     def summary_text(self) -> str:
         """The short readable rendering: the final answer, then who won with how many votes,
@@ -328,6 +335,7 @@ def build_result(
     shuffle_seed: int | None = None,
     early_stop_cancelled_turns: int = 0,
     not_voted: dict[str, str] | None = None,
+    reviews: Reviews | None = None,
 ) -> RunResult:
     """The result (or live snapshot) of a run from its agents' state. With status
     `no_consensus`, `winner` is the leading answer: it is measured, not returned as won."""
@@ -338,6 +346,9 @@ def build_result(
         leader_id = winner.spec.id
     agreement = agreement_of(leader_id, {c: tally[c] for c in names},
                              missing_votes(agents, not_voted or {}, status))
+    leader = next((a for a in agents if a.spec.id == leader_id), None)
+    families, independent = independence(agents, leader)
+    agreement.independent_share = None if agreement.kind == "none" else independent
     no_consensus = status == "no_consensus"
     by_anon = {a.anon: a for a in agents}
     totals = Totals(restarts=restarts, votes=len(votes),
@@ -381,7 +392,8 @@ def build_result(
                         if shown_winner is not None and shown_winner.answers else None),
         presented=presented and not no_consensus,
         winner=WinnerInfo(agent_id=shown_winner.spec.id, model=shown_winner.backend.model,
-                          label=shown_winner.label or "", votes=tally[shown_winner.spec.id])
+                          label=shown_winner.label or "", votes=tally[shown_winner.spec.id],
+                          families=families)
         if shown_winner is not None and shown_winner.answers else None,
         agreement=agreement,
         dissent=dissent_of(agents, leader_id),
@@ -394,5 +406,5 @@ def build_result(
                             sources=a.answer_sources)
                  for a in agents if a.answers],
         agents=infos, totals=totals, elapsed_seconds=elapsed, started_at=started_at,
-        team=team, error=error, log_dir=log_dir, shuffle_seed=shuffle_seed,
+        team=team, error=error, log_dir=log_dir, shuffle_seed=shuffle_seed, reviews=reviews,
     )

@@ -21,6 +21,7 @@ from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.answers import AnswerFormat
 from massgen_mcp.coordination.converse import RunHooks, converse
 from massgen_mcp.coordination.echo import EchoSources, schema_texts
+from massgen_mcp.coordination.reviewers import reads
 from massgen_mcp.coordination.workflow import (
     ECHOED,
     REPEATED,
@@ -39,7 +40,8 @@ log = logging.getLogger(__name__)
 def answer_order(agents: list[AgentState], a: AgentState, seed: int | None) -> list[AgentState]:
     """The agents whose answers `a` sees this turn, in the order it sees them: by anonymous
     id with its own last when `seed` is None, else shuffled by (seed, agent, round)."""
-    shown = sorted((b for b in agents if b.answers), key=lambda b: (b is a, b.anon))
+    shown = sorted((b for b in agents if b.answers and reads(a, b)),
+                   key=lambda b: (b is a, b.anon))
     if seed is not None:
         random.Random(f"{seed}:{a.anon}:{a.turns}").shuffle(shown)
     return shown
@@ -53,7 +55,7 @@ async def wait_for_first_answers(a: AgentState, agents: list[AgentState],
     True when it waited (the caller looks at the state again)."""
     wait = cfg.first_answer_wait_seconds
     if not wait or not a.answers or not any(
-            b.live and not b.answers for b in agents if b is not a):
+            b.live and not b.answers for b in agents if b is not a and reads(a, b)):
         return False
     now = anyio.current_time()
     if a.wait_until is None:
@@ -91,14 +93,15 @@ async def coordination_turn(
     order = answer_order(agents, a, seed)
     a.turns += 1
     shown = [prompts.ShownAnswer(b.label or "", fmt.render(b.answers[-1])) for b in order]
-    targets = sorted(b.anon for b in agents if b.answers)
+    targets = sorted(b.anon for b in order)  # k reviewers: only what it read, and its own
     answer_ok = may_answer(cfg, a, agents) or not targets
     tools = ([new_answer_tool(fmt)] if answer_ok else []) + (
         [vote_tool(targets)] if targets else [])
     messages = prompts.turn_messages(
         own_system=a.spec.system_message, task=task, context=context,
         instructions=fmt.instructions(), shown=shown, own_label=a.label, noun=fmt.noun,
-        sensitivity=cfg.voting_sensitivity, vote_only=not answer_ok, stance=a.spec.stance)
+        sensitivity=cfg.voting_sensitivity, vote_only=not answer_ok, stance=a.spec.stance,
+        reads=len(a.reads) if a.reads is not None else None)
     emit("turn_started", agent=a.spec.id, sees=[s.label for s in shown])
     previous = a.answers[-1].text if a.answers else None
     echo = EchoSources.of(

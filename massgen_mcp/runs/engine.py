@@ -105,7 +105,7 @@ class Engine:
 
     def prepare(self, team: Team, task: str, *, mode: str = "consensus",
                 title: str | None = None, run_id: str | None = None,
-                owner: str = LOCAL_NAME) -> LiveRun:
+                owner: str = LOCAL_NAME, follow_up_of: str | None = None) -> LiveRun:
         """Create the run id and record, so callers can return the id before the run starts.
         `title`: the user's own words when `task` is a prompt built from them (a plan's goal,
         a checkpoint's objective); pages and reports show it. `run_id`: a worker executing
@@ -114,9 +114,11 @@ class Engine:
         redactor = Redactor(configured_secrets(team, self.env))
         install_log_redaction(redactor.secrets)  # the team file's own keys, in debug logs too
         if run_id is not None:
-            live = LiveRun(run_id, self.store.attach(check_run_id(run_id), redactor))
+            live = LiveRun(run_id, self.store.attach(check_run_id(run_id), redactor),
+                           follow_up_of=follow_up_of)
             live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
-                                         team=team.name, log_dir=str(live.record.dir)))
+                                         team=team.name, log_dir=str(live.record.dir),
+                                         follow_up_of=follow_up_of))
             self.live[run_id] = live
             return live
         run_id = new_run_id()
@@ -127,12 +129,16 @@ class Engine:
                        for a in team.agents]}
         if title and title.strip():
             meta["title"] = title.strip()[:500]
+        if follow_up_of:
+            meta["follow_up_of"] = follow_up_of
         if team.warnings:  # keys of the team file accepted but not honoured
             meta["warnings"] = list(team.warnings)
-        live = LiveRun(run_id, self.store.open(run_id, redactor, meta))
+        live = LiveRun(run_id, self.store.open(run_id, redactor, meta),
+                       follow_up_of=follow_up_of)
         # status.json exists from the start, so a run whose process dies is never lost
         live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
-                                     team=team.name, log_dir=str(live.record.dir)))
+                                     team=team.name, log_dir=str(live.record.dir),
+                                     follow_up_of=follow_up_of))
         self.live[run_id] = live
         return live
 
@@ -149,13 +155,15 @@ class Engine:
         title: str | None = None,
         run_id: str | None = None,
         owner: str = LOCAL_NAME,
+        follow_up_of: str | None = None,
     ) -> PreparedRun:
         """A run with its id and record, ready to `start()` (`run_id`: see `prepare`)."""
         if not isinstance(task, str) or not task.strip():
             raise InputError("the task is empty: say what the team should answer or decide")
         # Bounded, and without the configured keys, before anything reaches a provider.
         task, context = screen_inputs(task, context, configured_secrets(team, self.env))
-        live = self.prepare(team, task, mode=mode, title=title, run_id=run_id, owner=owner)
+        live = self.prepare(team, task, mode=mode, title=title, run_id=run_id, owner=owner,
+                            follow_up_of=follow_up_of)
         if listener is not None:
             live.listeners.append(listener)
         return PreparedRun(self, live, team, task, context, answer_format, backend_context)

@@ -16,9 +16,10 @@ import anyio
 
 from massgen_mcp.backends import Backend, BackendContext
 from massgen_mcp.config.env import Environment
+from massgen_mcp.config.model_limits import fit_to_servers
 from massgen_mcp.config.team import Team
 from massgen_mcp.coordination.answers import AnswerFormat, TextAnswer
-from massgen_mcp.coordination.limits import output_cap
+from massgen_mcp.coordination.limits import call_deadline, output_cap
 from massgen_mcp.coordination.orchestrator import Orchestrator
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
@@ -75,9 +76,13 @@ class Executor:
             return self._stopped(live, team, task, "failed", error=str(e), after=after)
         if workspaces is not None:
             live.listeners.append(workspaces.on_event)
-        # Every call has an output cap (coordination/limits.py); the team file's wins.
-        team = team.with_output_cap(output_cap(team.orchestrator,
-                                               (answer_format or TextAnswer()).noun))
+        # Every call has an output cap (coordination/limits.py); the team file's wins. The
+        # default one is fitted to local servers' context and speed (config/model_limits.py).
+        cap = output_cap(team.orchestrator, (answer_format or TextAnswer()).noun)
+        fit_notes: list[str] = []
+        if team.orchestrator.max_output_tokens is None:
+            team, fit_notes = await fit_to_servers(team, cap, call_deadline(team.orchestrator))
+        team = team.with_output_cap(cap)
         try:
             given = backend_context or BackendContext()
             backends = await self.pool.acquire(team, given, dataclasses.replace(
@@ -95,7 +100,7 @@ class Executor:
                     if live.cancel_requested:
                         orch.cancel(self.stop_status())
                     result = await orch.run()
-                    result.notes = [*team.warnings, *result.notes]
+                    result.notes = [*team.warnings, *fit_notes, *result.notes]
                     if workspaces is not None:
                         result.workspace = workspaces.finish(result)
                     # Final now: record it and wake whoever waits before the agents' tool
@@ -196,6 +201,7 @@ class Executor:
         a worker recorded it already), wake whoever waits and forget the live run."""
         if result.status == "interrupted" and not result.error:
             result.error = f"{self.stop_reason}; this is the best answer so far"
+        result.follow_up_of = result.follow_up_of or live.follow_up_of
         result = live.record.clean(result)  # what leaves the process: redacted, encodable
         if after is not None:
             try:

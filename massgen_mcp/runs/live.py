@@ -55,6 +55,8 @@ class LiveRun:
     remote: Callable[[], RunResult] | None = None
     #: While a dispatched run waits in the queue: what to tell the client.
     waiting: str | None = None
+    #: The run this one follows up (modes/consensus/follow_up.py), carried on its results.
+    follow_up_of: str | None = None
 
     def snapshot(self) -> RunResult | None:
         """The run as it stands (redacted and safe to send), or None before it started."""
@@ -64,7 +66,9 @@ class LiveRun:
             return self.remote()
         if self.orchestrator is None:
             return None
-        return self.record.clean(self.orchestrator.result())
+        snap = self.record.clean(self.orchestrator.result())
+        snap.follow_up_of = self.follow_up_of
+        return snap
 
     def on_event(self, kind: str, data: dict[str, Any]) -> None:
         """Record one event, mark status.json stale when it matters, tell the listeners."""

@@ -109,6 +109,12 @@ class CompactRun(BaseModel):
     app_resource: str = Field(default="", description="The run viewer as an MCP App "
                                                       "(ui:// resource), live while it runs.")
     log_dir: str = ""
+    reviews: dict[str, Any] | None = Field(
+        default=None, description="Big teams (k reviewers): {per_agent, seed, reads: agent "
+                                  "-> the agents whose answers it read}; null: all-to-all.")
+    follow_up_of: str | None = Field(
+        default=None, description="The run this run follows up (its task, final answer and "
+                                  "dissent were given to the team).")
     more: str = Field(default="", description="How to get every answer, usage and event.")
     # Only with get_run(detail=...):
     answers: list[AnswerInfo] | None = Field(
@@ -166,7 +172,8 @@ def compact(result: RunResult, detail: Detail = "summary",
                    "changed": [f"{c.change} {c.path}" for c in ws.changed],
                    "applied": ws.applied, "skipped": ws.skipped} if ws else None,
         resource=uri, answer_resource=f"{uri}/answer", log_dir=result.log_dir,
-        app_resource=APP_URI,
+        app_resource=APP_URI, reviews=_plain(getattr(result, "reviews", None)),
+        follow_up_of=getattr(result, "follow_up_of", None),
         more=f"get_run(run_id, detail='answers'|'agents'|'events'|'all'), or the resources "
              f"{uri}, {uri}/events")
     if detail in ("answers", "all"):
@@ -210,6 +217,10 @@ def summary(view: CompactRun) -> str:
         kind = f" ({agree['kind']})" if agree.get("kind") else ""
         if agree.get("not_voted"):
             kind = kind[:-1] + f"; {agree['not_voted']} did not vote)" if kind else ""
+        if agree.get("independent_share") is not None and view.winner.families:
+            kind += (f"; independent share {agree['independent_share']:.0%} from "
+                     f"{view.winner.families} model famil"
+                     f"{'y' if view.winner.families == 1 else 'ies'}")
         lines.append(f"Winner: {view.winner.agent_id} ({view.winner.model}) with "
                      f"{view.winner.votes}/{total} votes{kind}; {stats}")
     else:

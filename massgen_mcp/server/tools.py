@@ -32,6 +32,8 @@ from massgen_mcp.server.users import asking
 if TYPE_CHECKING:
     from massgen_mcp.app import App
 
+Share = Annotated[float, Field(gt=0, le=1)]
+
 
 class RunSummary(BaseModel):
     run_id: str
@@ -133,14 +135,20 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         wait: Annotated[bool, Field(description="false: return the run id at once and follow "
                                                 "it with get_run (for short client "
                                                 "timeouts).")] = True,
-        min_agreement: Annotated[float | None, Field(gt=0, le=1, description=(
-            "Share of the votes the winner needs (e.g. 0.67); below it the run ends "
-            "no_consensus and lists the candidates instead of one answer. Unset: a winner "
-            "needs two votes in a team of three or more (a split is no decision)."))] = None,
+        min_agreement: Annotated[Share | dict[str, Share] | None, Field(description=(
+            "Share of the votes the winner needs (e.g. 0.67), or {share, independent_share} "
+            "(independent_share: each model family's votes count once); below it the run "
+            "ends no_consensus and lists the candidates instead of one answer. Unset: a "
+            "winner needs two votes in a team of three or more (a split is no decision)."))
+        ] = None,
         stances: Annotated[list[Annotated[str, Field(max_length=1000)]] | None, Field(
-            max_length=32, description=(
+            max_length=64, description=(
                 "One stance per agent in team order: for, against, neutral or an "
                 "instruction; 'agent_id=stance' names the agent."))] = None,
+        follow_up_of: Annotated[str | None, Field(max_length=200, description=(
+            "A finished run this task follows up (its run_id, or 'latest'): the team is "
+            "given that run's task, final answer and dissent, and the runs are linked."))
+        ] = None,
     ) -> Annotated[CallToolResult, CompactRun]:
         """Ask a team of models: each agent answers in parallel, sees the others' anonymized
         answers, improves its own or votes; the most-voted answer wins and its author presents
@@ -150,13 +158,15 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         notifications while it runs."""
         # Arguments first: a bad path is reported as such, before any team is chosen.
         full_context = app.context_for(context, files)
+        # looked up as get_run looks a run up: one the caller cannot see is unknown
+        previous = app.previous_run(follow_up_of, asking()) if follow_up_of else None
         chosen = await host.team_for(ctx, models=models, team=team, timeout_s=timeout_s,
                                      max_answers_per_agent=max_answers_per_agent,
                                      min_agreement=min_agreement, stances=stances)
         app.admit(asking())
         prepared = app.consensus(chosen, task, context=full_context,
                                  backend_context=BackendContext(session=ctx.session),
-                                 owner=asking().name)
+                                 owner=asking().name, follow_up=previous)
         return _tool_result(await host.run(prepared, ctx, wait), chosen.notes)
 
     @mcp.tool(title="Get a run", meta=RUN_TOOL_META)

@@ -71,9 +71,10 @@ class TeamChoice(_Strict):
     #: The front end's per-run caps (runs/quota.py), so the worker keeps them.
     max_provider_calls: int | None = Field(default=None, ge=1)
     max_cost_usd: float | None = Field(default=None, gt=0)
-    min_agreement: float | None = Field(default=None, gt=0, le=1)
+    min_agreement: Annotated[float, Field(gt=0, le=1)] | dict[
+        str, Annotated[float, Field(gt=0, le=1)]] | None = None
     stances: list[Annotated[str, Field(max_length=1100)]] | None = Field(default=None,
-                                                                          max_length=32)
+                                                                          max_length=64)
 
     @field_validator("models")
     @classmethod
@@ -87,6 +88,7 @@ class ConsensusCall(_Strict):
     mode: Literal["consensus"] = "consensus"
     task: str = Field(min_length=1, max_length=MAX_TASK_CHARS)
     context: str | None = Field(default=None, max_length=MAX_CONTEXT_CHARS)
+    follow_up_of: str | None = Field(default=None, max_length=200)
 
 
 class PlanCall(_Strict):

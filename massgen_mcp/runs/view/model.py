@@ -102,6 +102,8 @@ class RunView:
     timeline: list[Moment]
     last_seq: int
     title: str = ""  # the user's own words: the task, a plan's goal, a checkpoint's objective
+    follow_up_of: str | None = None  # the run this one follows up (modes/consensus/follow_up)
+    followed_by: list[str] = field(default_factory=list)  # runs that follow this one up
 
     @property
     def heading(self) -> str:
@@ -156,7 +158,26 @@ def load_run_view(records: RunRecords | Path, run_id: str,
         final_data=data.get("final_data"), totals=dict(data.get("totals") or {}),
         cost=find_cost(data.get("totals")) or find_cost(data), error=data.get("error"),
         timeline=timeline, last_seq=max((m.seq for m in timeline), default=0),
-        title=str(meta.get("title") or ""))
+        title=str(meta.get("title") or ""), follow_up_of=data.get("follow_up_of"),
+        followed_by=[] if live else followers(store, run_id, meta))
+
+
+#: How many of the newest runs are searched for follow-ups of a run.
+FOLLOWER_SCAN = 200
+
+
+def followers(store: RunRecords, run_id: str, meta: dict[str, Any]) -> list[str]:
+    """The recent runs that follow `run_id` up, by the same owner (a run's page never names
+    another user's run)."""
+    out = []
+    for other in store.ids(FOLLOWER_SCAN):
+        try:
+            theirs = store.meta(other) if other != run_id else {}
+        except (RunNotFoundError, ValueError, OSError):
+            continue
+        if theirs.get("follow_up_of") == run_id and theirs.get("owner") == meta.get("owner"):
+            out.append(other)
+    return out
 
 
 def find_cost(obj: Any) -> float | None:

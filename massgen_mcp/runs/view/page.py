@@ -54,6 +54,7 @@ def run_page(view: RunView, *, base: str = "/runs", nonce: str | None = None,
              standalone: bool = False) -> str:
     crumbs = "" if standalone else (f'<nav class="crumbs"><a href="{esc(base)}">Runs</a> / '
                                     f'<span class="mono">{esc(view.run_id)}</span></nav>')
+    crumbs += _chain(view, base, standalone)
     url = f"{base}/{view.run_id}"
     main = (f'<main id="run" data-run-url="{esc(url)}" data-seq="{view.last_seq}" '
             f'data-state="{"live" if view.live else "done"}">'
@@ -64,6 +65,25 @@ def run_page(view: RunView, *, base: str = "/runs", nonce: str | None = None,
     title = f"{_short(view.heading, 70)} \u2014 massgen {_noun(view.mode)}"
     return document(title, crumbs + main + footer, nonce=nonce, script=view.live,
                     standalone=standalone)
+
+
+def _chain(view: RunView, base: str, standalone: bool) -> str:
+    """Links to the run this one follows up and to the runs that follow it up (a report,
+    one file, names them with the command that writes theirs)."""
+    def link(run_id: str) -> str:
+        if standalone:
+            return (f'<span class="mono">{esc(run_id)}</span> (massgen-mcp report '
+                    f"{esc(run_id)})")
+        return f'<a class="mono" href="{esc(base)}/{esc(run_id)}">{esc(run_id)}</a>'
+
+    parts = []
+    if view.follow_up_of:
+        parts.append(f'<div class="muted" id="follow-up-of">Follows up run '
+                     f"{link(view.follow_up_of)}</div>")
+    if view.followed_by:
+        parts.append('<div class="muted" id="followed-by">Followed up by '
+                     + ", ".join(link(r) for r in view.followed_by) + "</div>")
+    return "".join(parts)
 
 
 def run_main(view: RunView, *, snapshot: bool = False) -> str:
@@ -157,8 +177,14 @@ def _agreement(view: RunView) -> str:
     if not view.agreement:
         return ""
     kind, share = view.agreement.get("kind", ""), float(view.agreement.get("share") or 0)
+    independent = view.agreement.get("independent_share")
+    families = (view.winner or {}).get("families")
+    # families.py: how independent the majority was (each model family's votes once)
+    extra = (f' \u00b7 <span id="independence">independent share {float(independent):.0%}'
+             + (f" ({families} model famil{'y' if families == 1 else 'ies'})"
+                if families else "") + "</span>") if independent is not None else ""
     out = [f'<div class="winner-sub" id="agreement">{esc(kind)} \u00b7 {share:.0%} of the '
-           "votes</div>"]
+           f"votes{extra}</div>"]
     for d in view.dissent:
         reasons = "; ".join(f'{v.get("voter")}: {v.get("reason")}' for v in d.get("voters", []))
         out.append(f'<div class="muted dissent">dissent: {esc(d.get("agent_id"))} '
