@@ -96,8 +96,9 @@ def check_cli_parses(argv: list[str]) -> None:
 # ---------------------------------------------------------------------------- team configs
 
 
-def test_the_five_bundled_teams_exist() -> None:
-    assert {"frontier", "openrouter", "local", "checkpoint", "plan"} <= set(bundled_team_names())
+def test_the_bundled_teams_exist() -> None:
+    assert {"frontier", "openrouter", "local", "checkpoint", "plan", "demo"} <= set(
+        bundled_team_names())
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)

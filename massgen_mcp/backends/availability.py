@@ -54,7 +54,8 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
                       show_hint: bool = False) -> list[ProviderStatus]:
     out = []
     for p in PROVIDERS.values():
-        if p.name in ("chatcompletion", "sampling", "function", "test") or p.wire in CLI_WIRES:
+        if p.name in ("chatcompletion", "sampling", "function", "test", "demo") or (
+                p.wire in CLI_WIRES):
             continue  # coding-agent CLIs are reported by cli_statuses()
         if p.wire == "ag2":  # an optional extra, with the keys of its llm_config entries
             from massgen_mcp.backends.ag2 import ag2_status_fix

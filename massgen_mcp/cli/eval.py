@@ -19,7 +19,7 @@ def add_eval_parser(sub: Any) -> None:
                      "self-consistency at the same budget",
         description="Run an eval suite (arith, humaneval, or a JSONL file of "
                     '{"id", "prompt", "accept"} lines) on every arm and print accuracy with a '
-                    "95%% interval, cost, tokens, calls and latency per arm, the oracle and the "
+                    "95% interval, cost, tokens, calls and latency per arm, the oracle and the "
                     "selection gap. Exit 0 done, 2 bad usage or config, 3 stopped by "
                     "--max-cost-usd (figures cover the items scored).")
     p.add_argument("suite", help="arith, humaneval (pip install 'massgen-mcp[eval]') or a "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function",
-               "test", "claude_code", "codex", "gemini_cli", "copilot", "ag2"]
+               "test", "demo", "claude_code", "codex", "gemini_cli", "copilot", "ag2"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +78,8 @@ PROVIDERS: dict[str, Provider] = {
         Provider("function", "function"),
         # A test agent that needs no script (massgen_mcp.backends.testing).
         Provider("test", "test", default_model="test"),
+        # The demo team's scripted agents (massgen_mcp.backends.demo): no key, no network.
+        Provider("demo", "demo", default_model="careful"),
         # Coding-agent CLIs run headless (backends/cli/); "default" lets the CLI choose.
         Provider("claude_code", "claude_code", default_model="default",
                  signup="https://docs.anthropic.com/en/docs/claude-code"),

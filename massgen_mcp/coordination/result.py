@@ -207,11 +207,12 @@ class RunResult(BaseModel):
             head = "(best answer so far; the team did not agree on it)\n" + head
         lines = [head, ""]
         if self.winner:
-            # votes an early stop cut count in the total: "2/3", not "2/2"
-            total = sum(self.tally.values()) + self.totals.early_stop_cancelled_turns
-            lines.append(f"— Winner: {self.winner.agent_id} ({self.winner.model}) with "
-                         f"{self.winner.votes}/{total} votes ({self.agreement.kind}); status "
-                         f"{self.status}; {self.elapsed_seconds:.1f}s; run {self.run_id}")
+            total = self.vote_total()
+            how = (f"with {votes_cast(self.winner.votes, total)} ({self.agreement.kind})"
+                   if total else "no votes were cast")
+            lines.append(f"— Winner: {self.winner.agent_id} ({self.winner.model}), {how}; "
+                         f"status {self.status}; {self.elapsed_seconds:.1f}s; "
+                         f"run {self.run_id}")
         else:
             lines.append(f"— Status {self.status}; run {self.run_id}")
         for d in self.dissent:
@@ -223,11 +224,22 @@ class RunResult(BaseModel):
             lines.append(f"— {self.error}")
         return "\n".join(lines)
 
+    def vote_total(self) -> int:
+        """The votes of the run: those cast, and those an early stop cut (the winner had
+        "2 of 3", not "2 of 2")."""
+        return sum(self.tally.values()) + self.totals.early_stop_cancelled_turns
+
     def candidates(self) -> list[tuple[str, int, str]]:
         """(agent id, votes, answer text) for every answer, most votes first."""
         texts = {a.agent_id: a.text for a in self.answers}
         order = sorted(self.tally, key=lambda c: -self.tally[c])
         return [(c, self.tally[c], texts.get(c, "")) for c in order]
+
+
+def votes_cast(votes: int, total: int) -> str:
+    """The one wording of a winner's votes in the CLI, the viewer, the report and the tool
+    text: "2 of 3 votes cast"."""
+    return f"{votes} of {total} vote{'s' if total != 1 else ''} cast"
 
 
 def _first_line(text: str, limit: int = 160) -> str:

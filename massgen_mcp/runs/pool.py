@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 BACKEND_POOL_SIZE = 64
 #: Wires whose backend is bound to one run (see the module docstring).
-_PER_RUN_WIRES = frozenset({"sampling", "function", "test"})
+_PER_RUN_WIRES = frozenset({"sampling", "function", "test", "demo"})
 
 
 class BrokenBackend:
