@@ -87,7 +87,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "starts, 10 tools" in done.stdout, done.stdout  # doctor started the registration
-    assert 'try: massgen-mcp run "' in done.stdout
+    assert "Ready: " in done.stdout and " run 'What is the capital" in done.stdout
     # What it wrote (.venv, .mcp.json with this machine's path) leaves the clone clean.
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
                             cwd=checkout, capture_output=True, text=True, check=True).stdout
