@@ -130,10 +130,10 @@ def _where_wrong(e: yaml.YAMLError) -> str:
     problem mark is the bad line itself."""
     mark = getattr(e, "problem_mark", None)
     problem = getattr(e, "problem", None) or str(e)
-    context, start = getattr(e, "context", None), getattr(e, "context_mark", None)
+    context, start = str(getattr(e, "context", None) or ""), getattr(e, "context_mark", None)
     if mark is None:
         return f": {problem}"
-    opened = context and ("flow" in context or "quoted" in context)  # not a block: its
+    opened = bool(context) and ("flow" in context or "quoted" in context)  # not a block: its
     if opened and start is not None and start.line < mark.line:  # problem mark is right
         what = context.removeprefix("while ").replace("parsing ", "").replace("scanning ", "")
         return (f"(line {start.line + 1}, column {start.column + 1}): {what} that starts there "
