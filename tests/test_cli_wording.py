@@ -69,3 +69,32 @@ async def test_the_tool_text_opens_with_the_answer_and_says_votes_cast(provider,
     assert "more characters: the whole answer is final_answer" in text
     assert "with 2 of 2 votes cast" in text
     assert result.structured_content["final_answer"] == final  # unchanged
+
+
+def test_a_local_model_named_by_its_weights_path_reads_as_a_short_id(provider,
+                                                                     tmp_path: Path) -> None:
+    """llama.cpp's server names a model by its .gguf path: no line shows the path."""
+    from agents import answer_then_vote
+
+    weights = "/srv/models/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF/SmolLM2-135M-Instruct-Q8_0.gguf"
+    provider.script(weights, answer_then_vote("small answer", "agent1", final="SMALL"))
+    done = subprocess.run([EXE, "run", "x", "--models", f"vllm/{weights},vllm/{weights}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=server_env({"VLLM_BASE_URL": provider.openai_base_url}))
+    assert done.returncode == 0, done.stderr
+    assert "/srv/models" not in done.stderr and ".gguf" not in done.stderr
+    assert "SmolLM2-135M-Instruct-Q8_0 (vllm/SmolLM2-135M-Instruct-Q8_0)" in done.stderr
+    assert "SmolLM2-135M-Instruct-Q8_0-2 (vllm/" in done.stderr  # two agents told apart
+
+
+def test_eval_table_rows_stay_distinguishable() -> None:
+    from massgen_mcp.cli.eval import table
+
+    arm = {"accuracy": 0.5, "ci95": [0.1, 0.9], "cost_usd": None, "calls": 1, "tokens": 1,
+           "latency_p50_s": None, "latency_p95_s": None}
+    ids = ["SmolLM2-135M-Instruct-Q8_0", "SmolLM2-135M-Instruct-Q8_0-2",
+           "SmolLM2-135M-Instruct-Q8_0-3"]
+    text = table({"suite": "arith", "items_scored": 1, "items_total": 1, "team": ids,
+                  "arms": {f"solo:{i}": arm for i in ids}})
+    rows = [ln.split()[0] for ln in text.splitlines()[3:6]]
+    assert len(set(rows)) == 3, rows

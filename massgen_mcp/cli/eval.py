@@ -124,7 +124,9 @@ def table(figures: dict[str, Any]) -> str:
         cost = "?" if a["cost_usd"] is None else f"{a['cost_usd']:.4f}"
         p50 = "-" if a["latency_p50_s"] is None else f"{a['latency_p50_s']:.1f}"
         p95 = "-" if a["latency_p95_s"] is None else f"{a['latency_p95_s']:.1f}"
-        lines.append(f"{label[:22]:<22} {acc:>8} {ci:>13} {cost:>9} {a['calls']:>6} "
+        if len(label) > 22:  # cut in the middle: the ends tell arms apart (-2, -3)
+            label = f"{label[:13]}…{label[-8:]}"
+        lines.append(f"{label:<22} {acc:>8} {ci:>13} {cost:>9} {a['calls']:>6} "
                      f"{a['tokens']:>8} {p50:>6} {p95:>6}")
     if figures.get("selection_gap") is not None:
         lines.append(f"selection gap (oracle - team): {figures['selection_gap']:+.1%}")

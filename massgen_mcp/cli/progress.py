@@ -131,6 +131,8 @@ class Progress:
     async def heartbeat(self) -> None:
         import anyio
 
+        from massgen_mcp.config.providers import short_model
+
         while True:
             await anyio.sleep(min(1.0, self.heartbeat_s))
             now = time.monotonic()
@@ -146,7 +148,7 @@ class Progress:
                 continue
             busy = [a for a in snap.agents if a.status in ("working", "waiting")]
             who = ", ".join(
-                f"{a.agent_id} ({a.provider}/{a.model}) for "
+                f"{a.agent_id} ({a.provider}/{short_model(a.model)}) for "
                 f"{now - self.since.get(a.agent_id, self.t0):.0f} s" for a in busy)
             self._print(f"still working: {who or 'final presentation'}; "
                         f"{snap.totals.answers} answers, {snap.totals.votes} votes so far")

@@ -141,3 +141,30 @@ def provider_for_base_url(base_url: str) -> Provider | None:
         if p.base_url and not p.local and base_url.rstrip("/").startswith(p.base_url.rstrip("/")):
             return p
     return None
+
+
+#: The file endings of model weights a local server may be given as its model's name.
+_WEIGHT_FILES = (".gguf", ".safetensors", ".bin", ".ggml")
+
+
+def is_weights_path(model: str) -> bool:
+    """Is this model name a path to a weights file (as llama.cpp's server names models)?"""
+    return model.startswith(("/", "~", "./", "../")) or model.lower().endswith(_WEIGHT_FILES)
+
+
+def short_model(model: str, limit: int = 48) -> str:
+    """A model's name as people read it: a local server's model given as a weights path
+    (`/models/SmolLM2-135M-Instruct-Q8_0.gguf`, ~400 characters for some) becomes the
+    file's name without its ending (`SmolLM2-135M-Instruct-Q8_0`); other names stay as
+    they are (`Qwen/Qwen3-8B`), cut to `limit` characters in the middle."""
+    name = model
+    if is_weights_path(name):
+        name = name.rstrip("/").rsplit("/", 1)[-1]
+        for ending in _WEIGHT_FILES:
+            if name.lower().endswith(ending):
+                name = name[: -len(ending)]
+                break
+    if len(name) > limit:
+        keep = (limit - 1) // 2
+        name = f"{name[:keep]}…{name[-(limit - 1 - keep):]}"
+    return name or model

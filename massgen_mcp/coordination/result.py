@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from massgen_mcp.config.providers import short_model
 from massgen_mcp.coordination.agreement import Agreement, Dissent, agreement_of, dissent_of
 
 if TYPE_CHECKING:
@@ -210,8 +211,8 @@ class RunResult(BaseModel):
             total = self.vote_total()
             how = (f"with {votes_cast(self.winner.votes, total)} ({self.agreement.kind})"
                    if total else "no votes were cast")
-            lines.append(f"— Winner: {self.winner.agent_id} ({self.winner.model}), {how}; "
-                         f"status {self.status}; {self.elapsed_seconds:.1f}s; "
+            lines.append(f"— Winner: {self.winner.agent_id} ({short_model(self.winner.model)}),"
+                         f" {how}; status {self.status}; {self.elapsed_seconds:.1f}s; "
                          f"run {self.run_id}")
         else:
             lines.append(f"— Status {self.status}; run {self.run_id}")
@@ -237,8 +238,7 @@ class RunResult(BaseModel):
 
 
 def votes_cast(votes: int, total: int) -> str:
-    """The one wording of a winner's votes in the CLI, the viewer, the report and the tool
-    text: "2 of 3 votes cast"."""
+    """The one wording of a winner's votes (CLI, viewer, report, tool text): "2 of 3"."""
     return f"{votes} of {total} vote{'s' if total != 1 else ''} cast"
 
 

@@ -16,7 +16,9 @@ def describe_event(line: dict[str, Any]) -> str:
     if kind in _QUIET:
         return ""
     if kind == "run_started":
-        agents = ", ".join(f"{a['agent']} ({a['provider']}/{a['model']})"
+        from massgen_mcp.config.providers import short_model
+
+        agents = ", ".join(f"{a['agent']} ({a['provider']}/{short_model(str(a['model']))})"
                            for a in line.get("agents", []))
         return f"started: {agents}"
     if kind == "restart":

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from mcp.types import CallToolResult, ResourceLink, TextContent
 from pydantic import BaseModel, Field
 
+from massgen_mcp.config.providers import short_model
 from massgen_mcp.coordination.result import (
     AgentInfo,
     AnswerInfo,
@@ -131,7 +132,7 @@ def _clip(text: str, limit: int) -> str:
 def _agent_line(a: AgentInfo) -> str:
     u = a.usage
     cost = f", ${u.cost_usd:.4f}" if u.cost_usd is not None else ""
-    line = (f"{a.agent_id} ({a.provider}/{a.model}): {a.status}, {a.answers} answer"
+    line = (f"{a.agent_id} ({a.provider}/{short_model(a.model)}): {a.status}, {a.answers} answer"
             f"{'' if a.answers == 1 else 's'}, {u.total_tokens:,} tokens{cost}")
     if a.stance:
         line += f"; stance: {_clip(a.stance, 200)}"
@@ -215,7 +216,8 @@ def summary(view: CompactRun) -> str:
         kind = f" ({agree['kind']})" if agree.get("kind") else ""
         how = (f"with {votes_cast(view.winner.votes, total)}{kind}" if total
                else "no votes were cast")
-        lines.append(f"Winner: {view.winner.agent_id} ({view.winner.model}), {how}; {stats}")
+        lines.append(f"Winner: {view.winner.agent_id} ({short_model(view.winner.model)}), "
+                     f"{how}; {stats}")
     else:
         lines.append(f"No winner; {stats}")
     if view.best_so_far:

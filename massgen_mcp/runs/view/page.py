@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from massgen_mcp.config.providers import short_model
 from massgen_mcp.coordination.result import votes_cast
 from massgen_mcp.runs.view.assets import asset, esc
 from massgen_mcp.runs.view.diff import diff_html
@@ -128,7 +129,8 @@ def _outcome(view: RunView) -> str:
     if view.winner:
         w = view.winner
         who = (f'<div class="muted">Winner</div><div class="winner-name" id="winner">'
-               f'{esc(w.get("agent_id"))}</div><div class="winner-sub">{esc(w.get("model"))}'
+               f'{esc(w.get("agent_id"))}</div><div class="winner-sub">'
+               f'{esc(short_model(str(w.get("model") or "")))}'
                f' \u00b7 {esc(w.get("label"))} \u00b7 '
                f'{votes_cast(int(w.get("votes", 0)), total) if total else "no votes cast"}</div>'
                + _agreement(view))
