@@ -113,9 +113,10 @@ class Progress:
             return
         now = time.monotonic()
         busy = [a.agent_id for a in snap.agents if a.status in ("working", "waiting")]
-        text = (f"… {now - self.t0:.0f}s · {snap.totals.answers} answers · "
-                f"{snap.totals.votes} votes" + (f" · working: {', '.join(busy)}" if busy
-                                                 else ""))
+        answers, votes = snap.totals.answers, snap.totals.votes
+        text = (f"… {now - self.t0:.0f}s · {answers} answer{'s' if answers != 1 else ''} · "
+                f"{votes} vote{'s' if votes != 1 else ''}"
+                + (f" · working: {', '.join(busy)}" if busy else ""))
         width = _width(self.out)
         print(f"{_CLEAR}{self._paint(text[:width - 1], 'dim')}", end="", file=self.out,
               flush=True)
