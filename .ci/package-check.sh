@@ -24,7 +24,8 @@ import sys, tarfile, zipfile
 wheel, sdist = sys.argv[1:]
 names = zipfile.ZipFile(wheel).namelist()
 need = ["massgen_mcp/py.typed", "massgen_mcp/_configs/frontier.yaml",
-        "massgen_mcp/_configs/local.yaml", "massgen_mcp/cli/main.py"]
+        "massgen_mcp/_configs/local.yaml", "massgen_mcp/_configs/demo.yaml",
+        "massgen_mcp/cli/main.py"]
 missing = [n for n in need if n not in names]
 assert not missing, f"wheel lacks {missing}"
 assert not [n for n in names if n.startswith("tests/")], "tests in the wheel"
@@ -50,7 +51,7 @@ got="$("${bare[@]}" "$exe" --version)"
   | "$work/fresh/bin/python" -c '
 import json, sys
 report = json.load(sys.stdin)["report"]
-assert {"frontier", "local", "checkpoint", "plan", "openrouter"} <= set(report["bundled_teams"]), report["bundled_teams"]'
+assert {"frontier", "local", "checkpoint", "plan", "openrouter", "demo"} <= set(report["bundled_teams"]), report["bundled_teams"]'
 "${bare[@]}" "$work/fresh/bin/python" - "$exe" <<'PY'
 import sys
 import anyio
@@ -66,4 +67,10 @@ async def main() -> None:
 
 anyio.run(main)
 PY
+# The first run a new user makes: the demo team, no key, no network, from the wheel.
+demo="$("${bare[@]}" "$exe" run "Which queue?" --team demo 2>&1)" \
+  || { echo "package-check: --team demo failed: $demo" >&2; exit 1; }
+[[ "$demo" == *"demo: no model was asked"* && "$demo" == *"view run_"* ]] \
+  || { echo "package-check: --team demo said: $demo" >&2; exit 1; }
+echo "package-check: --team demo runs from the wheel with no key"
 echo "package-check: ok ($(basename "$wheel"), $(basename "$sdist"))"

@@ -141,3 +141,35 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+#: The program's name, as installed on PATH.
+PROGRAM = "massgen-mcp"
+
+
+def own_command(path: str | None = None) -> str:
+    """How to spell this program in a hint the user pastes into a shell (`massgen-mcp view
+    run_…`): the bare name when it finds this very program on PATH; else the path this
+    process was started by (`sys.argv[0]`, or the console script beside the interpreter,
+    quoted for the shell); else `python -m massgen_mcp.cli` with this interpreter. An
+    install that never put `massgen-mcp` on PATH (a virtual environment not activated) gets
+    hints that work all the same. `path`: the PATH to look in (default: this process's)."""
+    import shlex
+    import shutil
+    import sys
+    import sysconfig
+
+    scripts = [Path(sysconfig.get_path("scripts")) / PROGRAM,
+               Path(sys.executable).parent / PROGRAM]
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    mine = [argv0] if argv0 is not None and argv0.name == PROGRAM else []
+    mine += [s for s in scripts if s.is_file()]
+    bare = shutil.which(PROGRAM, path=path)
+    if bare is not None:
+        found = Path(bare).resolve()
+        if any(found == m.resolve() for m in mine if m.exists()):
+            return PROGRAM
+    for m in mine:
+        if m.exists() and os.access(m, os.X_OK):
+            return shlex.quote(str(m.absolute()))
+    return f"{shlex.quote(sys.executable)} -m massgen_mcp.cli"

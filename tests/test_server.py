@@ -74,13 +74,13 @@ async def test_tools_list_and_a_consensus_with_progress(team_path: Path, tmp_pat
         assert data["final_answer"] == "FINAL: Kafka"
         assert data["winner"]["agent_id"] == "b"  # everyone voted agent2 = b
         text = result.content[0].text
-        # The text is the short summary; the answer itself is in the structured content.
-        assert text.startswith("Winner: b (m-b) with 3/3 votes") and "FINAL: Kafka" not in text
+        # The text opens with the answer's first lines, then the short summary.
+        assert text.startswith("FINAL: Kafka\n\nWinner: b (m-b), with 3 of 3 votes cast")
         values = [v for v, _ in progress]
         assert values == sorted(values) and len(set(values)) == len(values)
         messages = [m for _, m in progress if m]
         assert any("answered (" in m for m in messages)
-        assert any("votes 3/3" in m for m in messages)
+        assert any("(3 of 3 votes cast): " in m for m in messages)
         assert any("presenting" in m for m in messages)
         assert messages[-1] == "finished: completed"
 

@@ -96,8 +96,9 @@ def check_cli_parses(argv: list[str]) -> None:
 # ---------------------------------------------------------------------------- team configs
 
 
-def test_the_five_bundled_teams_exist() -> None:
-    assert {"frontier", "openrouter", "local", "checkpoint", "plan"} <= set(bundled_team_names())
+def test_the_bundled_teams_exist() -> None:
+    assert {"frontier", "openrouter", "local", "checkpoint", "plan", "demo"} <= set(
+        bundled_team_names())
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
@@ -406,12 +407,20 @@ def test_doctor_without_keys_exits_0_with_a_warning_and_says_what_to_set(tmp_pat
     done = doctor(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
-    assert "warning: no team can run yet: no models are configured" in out
+    # the verdict first, in the command line's own syntax: what can run now
+    lines = out.splitlines()
+    assert lines[0].startswith("no team can run without naming one"), out
+    assert lines[1].strip().endswith("run 'What is the capital of Australia?' --team demo")
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"):
-        assert f"set {var}" in out
-    assert "Default team: none" in out
-    assert "- no team can run yet: set a provider key" in out and "massgen-mcp setup" in out
-    for name in ("frontier", "local", "checkpoint"):
+        assert var in "\n".join(lines[:6])
+    assert "models='" not in out and "team='" not in out
+    # the providers without a key are one line, not one each
+    (no_key,) = [ln for ln in lines if "no key for" in ln]
+    assert "openai, claude, gemini" in no_key and not any(
+        ln.split()[1:3] == ["openai", "no"] for ln in lines if ln.strip())
+    assert "setup --client claude" in out
+    assert "doctor" not in lines[-1]  # it never ends by telling the user to run doctor
+    for name in ("frontier", "local", "checkpoint", "demo"):
         assert name in out.split("Bundled teams:", 1)[1].splitlines()[0]
 
 
@@ -422,7 +431,8 @@ def test_doctor_with_a_key_exits_0_and_never_prints_the_key(tmp_path: Path) -> N
     assert key not in done.stdout + done.stderr
     (line,) = [ln for ln in done.stdout.splitlines() if ln.strip().split()[1:2] == ["openai"]]
     assert line.lstrip().startswith("ok") and f"…{key[-4:]}" in line
-    assert "Default team: auto: openai/gpt-5" in done.stdout
+    assert done.stdout.startswith("Ready: ") and "(auto: openai/gpt-5" in \
+        done.stdout.splitlines()[0]
 
     as_json = doctor(tmp_path, "--json", OPENAI_API_KEY=key)
     assert as_json.returncode == 0
@@ -479,7 +489,7 @@ def test_doctor_finds_a_local_model_server(tmp_path: Path,
     assert "/v1/models" in seen, "doctor did not ask the server for its models"
     (line,) = [ln for ln in done.stdout.splitlines() if ln.strip().split()[1:2] == ["ollama"]]
     assert line.lstrip().startswith("ok") and "(2 models)" in line
-    assert "Default team: auto: ollama/qwen3:8b, ollama/llama3.1:8b" in done.stdout
+    assert "(auto: ollama/qwen3:8b, ollama/llama3.1:8b" in done.stdout.splitlines()[0]
 
     report = json.loads(doctor(tmp_path, "--json", OLLAMA_BASE_URL=url).stdout)
     ollama = next(p for p in report["report"]["providers"] if p["provider"] == "ollama")

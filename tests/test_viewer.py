@@ -89,7 +89,7 @@ async def test_a_finished_run_shows_columns_votes_winner_and_escaped_answers(
         assert await page.locator("#winner").inner_text() == "alice"
         assert "winner" in (await page.locator('article[data-agent="alice"]')
                             .get_attribute("class") or "")
-        assert "3/3 votes" in await page.locator("#outcome").inner_text()
+        assert "3 of 3 votes cast" in await page.locator("#outcome").inner_text()
 
         bob = page.locator('article[data-agent="bob"]')
         assert await bob.locator(".version").count() == 2  # both answer versions, in order

@@ -77,6 +77,7 @@ _REGISTRY: dict[str, str] = {
     "sampling": "massgen_mcp.backends.sampling:SamplingBackend",
     "function": "massgen_mcp.backends.function:FunctionBackend",
     "test": "massgen_mcp.backends.testing:SchemaAgentBackend",
+    "demo": "massgen_mcp.backends.demo:DemoBackend",
     "claude_code": "massgen_mcp.backends.cli.claude_code:ClaudeCodeBackend",
     "codex": "massgen_mcp.backends.cli.codex:CodexBackend",
     "gemini_cli": "massgen_mcp.backends.cli.gemini_cli:GeminiCliBackend",

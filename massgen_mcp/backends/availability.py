@@ -55,7 +55,7 @@ def provider_statuses(env: Environment, local: dict[str, list[str]],
                       show_hint: bool = False) -> list[ProviderStatus]:
     out = []
     for p in PROVIDERS.values():
-        if p.name in ("chatcompletion", "sampling", "function", "test") or p.coding_cli:
+        if p.name in ("chatcompletion", "sampling", "function", "test", "demo") or p.coding_cli:
             continue  # coding-agent CLIs are reported by cli_statuses()
         if p.keys_from_its_config:  # AG2 (an optional extra): keys of its llm_config
             from massgen_mcp.backends.ag2 import ag2_status_fix

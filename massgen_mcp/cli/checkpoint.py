@@ -158,8 +158,10 @@ def checkpoint_main(args: argparse.Namespace) -> int:
     try:
         out: Any = anyio.run(lambda: _checkpoint_once(args, progress))
     except MassgenError as e:
+        progress.close()
         print(f"massgen-mcp: {e}", file=sys.stderr)
         return EXIT_USAGE
+    progress.close()
     if args.json:
         print(out.model_dump_json(indent=2))
     elif out.plan:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from massgen_mcp.backends.availability import BackendsReport, backends_report
-from massgen_mcp.backends.cli.availability import no_key_hint, print_coding_agents
+from massgen_mcp.backends.cli.availability import print_coding_agents
 from massgen_mcp.config.env import Environment
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from massgen_mcp.cli.protection import Protection
     from massgen_mcp.cli.registrations import Registration
 
-NO_TEAM = "no team can run yet"
+NO_TEAM = "no team can run"
 
 
 @dataclass
@@ -119,30 +120,43 @@ def _print_json(f: Findings) -> None:
 
 
 def _print_text(f: Findings, project: Path, out: TextIO) -> None:
+    """Verdict first (what can run now, as commands to paste), then the details: the
+    providers that are ready, one line for those without a key, coding agents, clients."""
     from massgen_mcp.cli.registrations import CLIENT_NAMES
+    from massgen_mcp.paths import own_command
 
-    print("Providers:", file=out)
+    me = own_command()
+    _print_verdict(f, out)
+    print("\nProviders:", file=out)
+    missing, silent = [], []
     for p in f.report.providers:
+        if p.local and not p.usable:
+            silent.append(p.provider)
+            continue
+        if not p.usable and not p.local and not p.key_present and p.wire_format != "ag2":
+            missing.append(p)
+            continue
         mark = "ok " if p.usable else "-- "
         if p.local:
-            detail = (f"answering at {p.endpoint} ({len(p.models)} models)" if p.usable
-                      else "not answering")
+            detail = f"answering at {p.endpoint} ({len(p.models)} models)"
         elif p.wire_format == "ag2":  # an optional extra; keys by each llm_config's api_type
             detail = "AG2 installed" if p.usable else "AG2 not installed"
         else:
-            detail = (f"key set ({p.key_hint or 'present'})" if p.key_present
-                      else "no key")
-            if p.key_present and p.key_source and " from " in p.key_source:
+            detail = f"key set ({p.key_hint or 'present'})"
+            if p.key_source and " from " in p.key_source:
                 detail += f": {p.key_source}"  # only the project's .env sets it
         print(f"  {mark}{p.provider:<13} {detail}{'' if p.usable else '  → ' + p.fix}", file=out)
+    if missing:
+        names = ", ".join(p.provider for p in missing)
+        first = missing[0].key_variables[0] if missing[0].key_variables else "its key"
+        print(f"  -- no key for {names}  → set one (e.g. {first}) in the environment or a "
+              f".env file; `{me} doctor --json` lists each variable", file=out)
+    if silent:
+        print(f"  -- no local server answers ({', '.join(silent)})  → start one (e.g. "
+              "`ollama serve`), or point OLLAMA_BASE_URL / LMSTUDIO_BASE_URL / "
+              "VLLM_BASE_URL / SGLANG_BASE_URL at it", file=out)
     print_coding_agents(f.report.coding_agents, out)
-    hint = no_key_hint(any(p.key_present for p in f.report.providers), f.report.coding_agents)
-    if hint:
-        print(f"  → {hint}", file=out)
-    print(f"\nDefault team: {f.report.default_team}", file=out)
-    if f.report.default_team_error:
-        print(f"  warning: {NO_TEAM}: {f.report.default_team_error}", file=out)
-    print(f"Bundled teams: {', '.join(f.report.bundled_teams) or '(none)'}", file=out)
+    print(f"\nBundled teams: {', '.join(f.report.bundled_teams) or '(none)'}", file=out)
     print(f"\nRegistered for {project}:", file=out)
     for client in CLIENT_NAMES:
         mine = [(r, pr) for r, pr in zip(f.regs, f.probes, strict=True) if r.client == client]
@@ -164,19 +178,33 @@ def _print_text(f: Findings, project: Path, out: TextIO) -> None:
     print(f"  {'ok ' if f.hook else '-- '}{'hook':<8} {f.hook or 'no PreToolUse hook'}", file=out)
     if f.protection:
         _print_protection(f.protection, out)
-    print("\nNext steps:", file=out)
-    if not f.can_run:
-        print(f"  - {NO_TEAM}: set a provider key (see above), start a local model server, "
-              "or use a client that offers sampling (models='sampling')", file=out)
+    steps = []
     if not f.regs:
-        print("  - register: massgen-mcp setup --client claude (or codex, cursor, gemini, "
-              "vscode; see the README for each client's approval step)", file=out)
+        steps.append(f"register with a client, in your project's directory: {me} setup "
+                     "--client claude (or codex, cursor, gemini, vscode)")
     if f.failing:
-        print("  - fix the registrations marked !! above", file=out)
-    for v in f.waiting:
-        print(f"  - {v.client}: {v.state}" + (f": {v.fix}" if v.fix else ""), file=out)
+        steps.append("fix the registrations marked !! above")
+    steps += [f"{v.client}: {v.state}" + (f": {v.fix}" if v.fix else "") for v in f.waiting]
+    if steps:
+        print("\nNext steps:", file=out)
+        for step in steps:
+            print(f"  - {step}", file=out)
+
+
+def _print_verdict(f: Findings, out: TextIO) -> None:
+    """The first lines: whether a run works here, and the commands that run now."""
+    from massgen_mcp.cli.whatcanrun import EXAMPLE_TASK, options, render
+    from massgen_mcp.paths import own_command
+
     if f.can_run:
-        print('  - try: massgen-mcp run "What is the capital of Australia?"', file=out)
+        print(f"Ready: {own_command()} run {shlex.quote(EXAMPLE_TASK)} runs on the default "
+              f"team ({f.report.default_team})", file=out)
+        return
+    local = {p.provider: p.models for p in f.report.providers if p.local and p.usable}
+    ready = [s.type for s in f.report.coding_agents if s.usable and s.login_found]
+    print(f"{NO_TEAM} without naming one (no provider key is set). What can run now:",
+          file=out)
+    print(render(options(EXAMPLE_TASK, local, ready), keys_missing=True), file=out)
 
 
 def _print_protection(p: Protection, out: TextIO) -> None:

@@ -19,7 +19,7 @@ def add_eval_parser(sub: Any) -> None:
                      "self-consistency at the same budget",
         description="Run an eval suite (arith, humaneval, or a JSONL file of "
                     '{"id", "prompt", "accept"} lines) on every arm and print accuracy with a '
-                    "95%% interval, cost, tokens, calls and latency per arm, the oracle and the "
+                    "95% interval, cost, tokens, calls and latency per arm, the oracle and the "
                     "selection gap. Exit 0 done, 2 bad usage or config, 3 stopped by "
                     "--max-cost-usd (figures cover the items scored).")
     p.add_argument("suite", help="arith, humaneval (pip install 'massgen-mcp[eval]') or a "
@@ -124,7 +124,9 @@ def table(figures: dict[str, Any]) -> str:
         cost = "?" if a["cost_usd"] is None else f"{a['cost_usd']:.4f}"
         p50 = "-" if a["latency_p50_s"] is None else f"{a['latency_p50_s']:.1f}"
         p95 = "-" if a["latency_p95_s"] is None else f"{a['latency_p95_s']:.1f}"
-        lines.append(f"{label[:22]:<22} {acc:>8} {ci:>13} {cost:>9} {a['calls']:>6} "
+        if len(label) > 22:  # cut in the middle: the ends tell arms apart (-2, -3)
+            label = f"{label[:13]}…{label[-8:]}"
+        lines.append(f"{label:<22} {acc:>8} {ci:>13} {cost:>9} {a['calls']:>6} "
                      f"{a['tokens']:>8} {p50:>6} {p95:>6}")
     if figures.get("selection_gap") is not None:
         lines.append(f"selection gap (oracle - team): {figures['selection_gap']:+.1%}")

@@ -52,7 +52,9 @@ def _refusal(reg: Registration, program: Path, project: Path) -> str:
 
 
 def fix_for(reg: Registration) -> str:
-    again = f"massgen-mcp setup --client {reg.client}"
+    from massgen_mcp.paths import own_command
+
+    again = f"{own_command()} setup --client {reg.client}"
     exe = launch_command()
     return (f"run `{again}` again with the massgen-mcp you want clients to start (it writes "
             f"the command that works from any PATH; here that is {' '.join(exe)})")

@@ -1,5 +1,12 @@
-"""What a CLI run tells its user: progress on stderr (one line per event, a heartbeat after a
-quiet spell) and the exit codes shared by `run`, `plan` and `checkpoint`."""
+"""What a CLI run tells its user: progress on stderr and the exit codes shared by `run`,
+`plan` and `checkpoint`.
+
+Not a terminal (a pipe, a log file, a test): one plain line per event, and a heartbeat after
+a quiet spell. On a terminal: the same lines in colour (unless `NO_COLOR` is set), and below
+them one status line rewritten in place (elapsed time, answers, votes, who is working) that
+is cleared when the run ends. Plain ANSI escapes, not `rich`: the run needs four colours and
+"clear this line", and `rich` would add its import time to every `run`.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,15 @@ import contextlib
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 HEARTBEAT_SECONDS = 10.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_PARTIAL, EXIT_DEGRADED = 0, 1, 2, 3, 4
 EXIT_NO_CONSENSUS = 5  # the winner's share of the votes was below --min-agreement
+
+_COLOURS = {"answer": "36", "vote": "33", "win": "1;32", "note": "35", "warn": "31",
+            "dim": "2"}
+_CLEAR = "\r\x1b[2K"
 
 
 def positive_seconds(text: str) -> float:
@@ -27,25 +38,62 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def _tone(kind: str) -> str:
+    if kind in ("answer", "new_answer"):
+        return "answer"
+    if kind == "vote":
+        return "vote"
+    if kind in ("consensus", "presentation_done", "run_finished"):
+        return "win"
+    if kind in ("agent_failed", "agent_cut_off", "turn_failed", "timeout", "budget_exceeded",
+                "no_consensus"):
+        return "warn"
+    return ""
+
+
 class Progress:
     """Progress lines on stderr, and a heartbeat when nothing has been said for
     `heartbeat_s` (10 s): who is still working and for how long (a provider that accepted
     the connection and never answers would otherwise leave the terminal silent until its
     request timeout)."""
 
-    def __init__(self, quiet: bool, heartbeat_s: float = HEARTBEAT_SECONDS) -> None:
+    def __init__(self, quiet: bool, heartbeat_s: float = HEARTBEAT_SECONDS,
+                 out: TextIO | None = None) -> None:
         self.quiet = quiet
         self.heartbeat_s = heartbeat_s
+        self.out = out or sys.stderr
         self.t0 = time.monotonic()
         self.last = self.t0
         self.since: dict[str, float] = {}  # agent -> when it last did something
         self.live: Any = None  # the run's LiveRun, once prepared
+        self.terminal = not quiet and _is_terminal(self.out)
+        self.colour = self.terminal and not os.environ.get("NO_COLOR")
+        self._status_shown = False
 
-    def _print(self, message: str) -> None:
+    def _paint(self, text: str, tone: str) -> str:
+        code = _COLOURS.get(tone)
+        return f"\x1b[{code}m{text}\x1b[0m" if code and self.colour else text
+
+    def _print(self, message: str, tone: str = "") -> None:
         now = time.monotonic()
         self.last = now
-        if not self.quiet:
-            print(f"[{now - self.t0:6.1f}s] {message}", file=sys.stderr, flush=True)
+        if self.quiet:
+            return
+        stamp = self._paint(f"[{now - self.t0:6.1f}s]", "dim")
+        prefix = _CLEAR if self._status_shown else ""
+        print(f"{prefix}{stamp} {self._paint(message, tone)}", file=self.out, flush=True)
+        self._status_shown = False
+        self._status()
+
+    def note(self, message: str) -> None:
+        """A line about the run itself (how the team was put together, a demo, Ctrl-C)."""
+        if self.quiet:
+            return
+        prefix = _CLEAR if self._status_shown else ""
+        print(f"{prefix}{self._paint('massgen-mcp: ' + message, 'note')}", file=self.out,
+              flush=True)
+        self._status_shown = False
+        self._status()
 
     def event(self, line: dict[str, Any]) -> None:
         from massgen_mcp.runs.progress import describe_event
@@ -54,14 +102,42 @@ class Progress:
             self.since[str(line["agent"])] = time.monotonic()
         message = describe_event(line)
         if message:
-            self._print(message)
+            self._print(message, _tone(str(line.get("kind", ""))))
+
+    def _status(self) -> None:
+        """The one line rewritten in place on a terminal: where the run stands."""
+        if not self.terminal or self.live is None:
+            return
+        snap = self.live.snapshot()
+        if snap is None:
+            return
+        now = time.monotonic()
+        busy = [a.agent_id for a in snap.agents if a.status in ("working", "waiting")]
+        answers, votes = snap.totals.answers, snap.totals.votes
+        text = (f"… {now - self.t0:.0f}s · {answers} answer{'s' if answers != 1 else ''} · "
+                f"{votes} vote{'s' if votes != 1 else ''}"
+                + (f" · working: {', '.join(busy)}" if busy else ""))
+        width = _width(self.out)
+        print(f"{_CLEAR}{self._paint(text[:width - 1], 'dim')}", end="", file=self.out,
+              flush=True)
+        self._status_shown = True
+
+    def close(self) -> None:
+        """Clear the status line (the summary is printed in its place)."""
+        if self._status_shown:
+            print(_CLEAR, end="", file=self.out, flush=True)
+            self._status_shown = False
+        self.live = None
 
     async def heartbeat(self) -> None:
         import anyio
 
+        from massgen_mcp.config.providers import short_model
+
         while True:
             await anyio.sleep(min(1.0, self.heartbeat_s))
             now = time.monotonic()
+            self._status()
             if now - self.last < self.heartbeat_s:
                 continue
             if self.live is not None:  # a sign of life for a run later found interrupted
@@ -73,7 +149,20 @@ class Progress:
                 continue
             busy = [a for a in snap.agents if a.status in ("working", "waiting")]
             who = ", ".join(
-                f"{a.agent_id} ({a.provider}/{a.model}) for "
+                f"{a.agent_id} ({a.provider}/{short_model(a.model)}) for "
                 f"{now - self.since.get(a.agent_id, self.t0):.0f} s" for a in busy)
             self._print(f"still working: {who or 'final presentation'}; "
                         f"{snap.totals.answers} answers, {snap.totals.votes} votes so far")
+
+
+def _is_terminal(out: TextIO) -> bool:
+    try:
+        return out.isatty() and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
+def _width(out: TextIO) -> int:
+    import shutil
+
+    return max(20, shutil.get_terminal_size((80, 24)).columns)

@@ -8,7 +8,7 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING
 
-from massgen_mcp.paths import state_dir, store_from_env
+from massgen_mcp.paths import own_command, state_dir, store_from_env
 
 if TYPE_CHECKING:
     from massgen_mcp.runs.store import RunRecords
@@ -64,7 +64,7 @@ def resolve_run(store: RunRecords, run_id: str | None) -> str | None:
         return ids[0]
     check_run_id(run_id)
     if not store.exists(run_id):
-        raise MassgenError(f"no run '{run_id}' in {store.location}; `massgen-mcp view` lists "
+        raise MassgenError(f"no run '{run_id}' in {store.location}; `{own_command()} view` lists "
                            "them (or pass --state-dir / --store)")
     return run_id
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from massgen_mcp.config.env import Environment
 from massgen_mcp.errors import ConfigError, MissingKeyError
-from massgen_mcp.paths import bundled_configs_dir
+from massgen_mcp.paths import bundled_configs_dir, own_command
 
 if TYPE_CHECKING:  # the team models and loaders load when a team is chosen (start-up time)
     from massgen_mcp.config.team import AgentSpec, Team
@@ -61,7 +61,7 @@ def no_models_help(vocab: Vocabulary = MCP) -> str:
             f"vLLM, SGLang), or pass {example} (or {vocab.models.format('ollama/llama3.3')} "
             "for a local server) or "
             f"{vocab.team.format('frontier')} (a bundled team or a team YAML path){sampling}. "
-            "Run `massgen-mcp doctor` to see what is available.")
+            f"Run `{own_command()} doctor` to see what is available.")
 
 
 NO_MODELS_HELP = no_models_help()
@@ -172,7 +172,7 @@ def _load(name: str, env: Environment) -> Team:
             f"team '{name}' needs {_and(variables)}, which {'is' if len(variables) == 1 else 'are'}"
             f" not set ({can}, and a team needs at least {MIN_AGENTS}); set "
             f"{'it' if len(variables) == 1 else 'them'} in the environment or a .env file, "
-            "or run `massgen-mcp doctor` to see what is available")
+            f"or try the demo team first: {own_command()} run \"...\" --team demo (no key)")
     team = load_team_from(data, kept, name, env)
     left = "; ".join(f"{aid} ({model}): {' or '.join(v)} not set" for aid, model, v in missing)
     note = (f"team '{name}' runs with {len(kept)} of its {len(kept) + len(missing)} agents; "

@@ -42,25 +42,20 @@ def redirects(name: str) -> bool:
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
-    """Parse a .env file (KEY=VALUE lines, optional `export`, quotes, # comments)."""
-    values: dict[str, str] = {}
+    """The entries of a .env file, read by python-dotenv as every dotenv tool reads them:
+    `export`, single and double quotes, a `# comment` after a value, escapes in double
+    quotes (`\\n`), values over several lines in quotes. No `${VAR}` interpolation: a value
+    is what the file says (expansion is the team file's, with its own rules). A line that
+    does not parse is skipped (python-dotenv logs it)."""
+    if not path.is_file():
+        return {}
+    from dotenv import dotenv_values
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return values
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        key, value = key.strip(), value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        if key:
-            values[key] = value
-    return values
+        values = dotenv_values(path, interpolate=False, encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {k: v for k, v in values.items() if k and v is not None}
 
 
 class Environment(Mapping[str, str]):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Wire = Literal["openai_responses", "openai_chat", "anthropic", "gemini", "sampling", "function",
-               "test", "claude_code", "codex", "gemini_cli", "copilot", "ag2"]
+               "test", "demo", "claude_code", "codex", "gemini_cli", "copilot", "ag2"]
 #: The wire formats of the coding-agent CLIs (backends/cli/).
 CODING_CLI_WIRES: frozenset[str] = frozenset({"claude_code", "codex", "gemini_cli", "copilot"})
 
@@ -48,7 +48,7 @@ class Provider:
     def bound_to_a_run(self) -> bool:
         """A backend made for one run and never shared between runs (sampling talks to the
         run's client; scripted ones hold the run's script)."""
-        return self.wire in ("sampling", "function", "test")
+        return self.wire in ("sampling", "function", "test", "demo")
 
     @property
     def needs_model(self) -> bool:
@@ -119,6 +119,8 @@ PROVIDERS: dict[str, Provider] = {
         Provider("function", "function"),
         # A test agent that needs no script (massgen_mcp.backends.testing).
         Provider("test", "test", default_model="test"),
+        # The demo team's scripted agents (massgen_mcp.backends.demo): no key, no network.
+        Provider("demo", "demo", default_model="careful"),
         # Coding-agent CLIs run headless (backends/cli/); "default" lets the CLI choose.
         Provider("claude_code", "claude_code", default_model="default",
                  signup="https://docs.anthropic.com/en/docs/claude-code"),
@@ -180,3 +182,30 @@ def provider_for_base_url(base_url: str) -> Provider | None:
         if p.base_url and not p.local and base_url.rstrip("/").startswith(p.base_url.rstrip("/")):
             return p
     return None
+
+
+#: The file endings of model weights a local server may be given as its model's name.
+_WEIGHT_FILES = (".gguf", ".safetensors", ".bin", ".ggml")
+
+
+def is_weights_path(model: str) -> bool:
+    """Is this model name a path to a weights file (as llama.cpp's server names models)?"""
+    return model.startswith(("/", "~", "./", "../")) or model.lower().endswith(_WEIGHT_FILES)
+
+
+def short_model(model: str, limit: int = 48) -> str:
+    """A model's name as people read it: a local server's model given as a weights path
+    (`/models/SmolLM2-135M-Instruct-Q8_0.gguf`, ~400 characters for some) becomes the
+    file's name without its ending (`SmolLM2-135M-Instruct-Q8_0`); other names stay as
+    they are (`Qwen/Qwen3-8B`), cut to `limit` characters in the middle."""
+    name = model
+    if is_weights_path(name):
+        name = name.rstrip("/").rsplit("/", 1)[-1]
+        for ending in _WEIGHT_FILES:
+            if name.lower().endswith(ending):
+                name = name[: -len(ending)]
+                break
+    if len(name) > limit:
+        keep = (limit - 1) // 2
+        name = f"{name[:keep]}…{name[-(limit - 1 - keep):]}"
+    return name or model

@@ -7,8 +7,12 @@ from typing import Any
 
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
+from massgen_mcp.config.providers import is_weights_path, short_model
 from massgen_mcp.config.team import Team
 from massgen_mcp.errors import ConfigError
+
+#: The longest agent id taken from a model's name.
+ID_CHARS = 32
 
 
 def parse_models(models: str | list[str], where: str = "--models") -> list[tuple[str, str]]:
@@ -44,8 +48,11 @@ def team_from_models(
     pairs = parse_models(models, where)
     agents, seen = [], set()
     for i, (kind, model) in enumerate(pairs):
-        # An id names directories: never '.', '..' or empty (`openai/..` gives `openai`).
-        base = _safe(model.rsplit("/", 1)[-1]) or _safe(kind) or f"agent-{i + 1}"
+        # An id names directories (never '.', '..' or empty: `openai/..` gives `openai`), and
+        # people read it: a weights path gives its file's name, cut (the -2, -3 of a repeated
+        # model then stays visible).
+        short = short_model(model, limit=ID_CHARS) if is_weights_path(model) else model
+        base = _safe(short.rsplit("/", 1)[-1]) or _safe(kind) or f"agent-{i + 1}"
         agent_id, n = base, 2
         while agent_id in seen:
             agent_id, n = f"{base}-{n}", n + 1

@@ -116,14 +116,30 @@ def parse_yaml(text: str, where: str) -> Any:
     except _Refused as e:
         raise ConfigError(f"{where}: refused: {e}") from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise ConfigError(f"{where}: not valid YAML{at}: {problem}") from None
+        raise ConfigError(f"{where}: not valid YAML {_where_wrong(e)}") from None
     except RecursionError:
         raise ConfigError(f"{where}: refused: nested too deeply") from None
     finally:
         loader.dispose()
+
+
+def _where_wrong(e: yaml.YAMLError) -> str:
+    """Where the mistake is. PyYAML notices an unclosed `{`, `[` or quote only where the
+    next thing fails to fit, often the line after: the line the construct starts on (its
+    context mark) comes first then, and the place it was noticed after it. A block's
+    problem mark is the bad line itself."""
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None) or str(e)
+    context, start = str(getattr(e, "context", None) or ""), getattr(e, "context_mark", None)
+    if mark is None:
+        return f": {problem}"
+    opened = bool(context) and ("flow" in context or "quoted" in context)  # not a block: its
+    if opened and start is not None and start.line < mark.line:  # problem mark is right
+        what = context.removeprefix("while ").replace("parsing ", "").replace("scanning ", "")
+        return (f"(line {start.line + 1}, column {start.column + 1}): {what} that starts there "
+                f"is not closed or not valid: {problem} (noticed at line {mark.line + 1}, "
+                f"column {mark.column + 1})")
+    return f"(line {mark.line + 1}, column {mark.column + 1}): {problem}"
 
 
 def check_path_text(path: str, what: str = "team") -> None:

@@ -280,7 +280,8 @@ class Orchestrator:
         voted = sum(1 for b in live if b.vote is not None)
         self._emit("vote", agent=a.spec.id, voted_for=target.spec.id, label=a.vote_label,
                    reason=d.reason, votes=voted, live_agents=len(live),
-                   message=f"{a.spec.id} voted for {target.spec.id} (votes {voted}/{len(live)})")
+                   message=f"{a.spec.id} voted for {target.spec.id} ({voted} of {len(live)} "
+                           f"votes cast): {' '.join((d.reason or '-').split())[:160]}")
         self._check_consensus()
         self._signal_change()
 
@@ -416,3 +417,4 @@ class Orchestrator:
             self._emit_sink(kind, data)
         except Exception:  # a broken sink must not break the run
             log.exception("event sink failed for %s", kind)
+

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from massgen_mcp.config.providers import short_model
 from massgen_mcp.coordination.agreement import (
     Agreement,
     Dissent,
@@ -223,9 +224,11 @@ class RunResult(BaseModel):
         if self.winner:
             # over the votes cast; who did not vote is said next to it
             total = sum(self.tally.values())
-            lines.append(f"— Winner: {self.winner.agent_id} ({self.winner.model}) with "
-                         f"{self.winner.votes}/{total} votes ({self.agreement.kind}); status "
-                         f"{self.status}; {self.elapsed_seconds:.1f}s; run {self.run_id}")
+            how = (f"with {votes_cast(self.winner.votes, total)} ({self.agreement.kind})"
+                   if total else "no votes were cast")
+            lines.append(f"— Winner: {self.winner.agent_id} ({short_model(self.winner.model)}),"
+                         f" {how}; status {self.status}; {self.elapsed_seconds:.1f}s; "
+                         f"run {self.run_id}")
             lines += [f"— No vote from {m.agent_id}: {m.reason}"
                       for m in self.agreement.missing_votes]
         else:
@@ -239,11 +242,21 @@ class RunResult(BaseModel):
             lines.append(f"— {self.error}")
         return "\n".join(lines)
 
+    def vote_total(self) -> int:
+        """The votes cast (every vote that arrived counts; the live agents that cast none are
+        `agreement.missing_votes`)."""
+        return sum(self.tally.values())
+
     def candidates(self) -> list[tuple[str, int, str]]:
         """(agent id, votes, answer text) for every answer, most votes first."""
         texts = {a.agent_id: a.text for a in self.answers}
         order = sorted(self.tally, key=lambda c: -self.tally[c])
         return [(c, self.tally[c], texts.get(c, "")) for c in order]
+
+
+def votes_cast(votes: int, total: int) -> str:
+    """The one wording of a winner's votes (CLI, viewer, report, tool text): "2 of 3"."""
+    return f"{votes} of {total} vote{'s' if total != 1 else ''} cast"
 
 
 def _first_line(text: str, limit: int = 160) -> str:

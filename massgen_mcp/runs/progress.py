@@ -16,7 +16,9 @@ def describe_event(line: dict[str, Any]) -> str:
     if kind in _QUIET:
         return ""
     if kind == "run_started":
-        agents = ", ".join(f"{a['agent']} ({a['provider']}/{a['model']})"
+        from massgen_mcp.config.providers import short_model
+
+        agents = ", ".join(f"{a['agent']} ({a['provider']}/{short_model(str(a['model']))})"
                            for a in line.get("agents", []))
         return f"started: {agents}"
     if kind == "restart":
@@ -29,7 +31,9 @@ def describe_event(line: dict[str, Any]) -> str:
         return f"{line.get('agent')} used {line.get('tool')}" + (
             " (error)" if line.get("is_error") else "")
     if kind == "presentation_done":
-        return "final answer presented" if line.get("presented") else "stored answer kept"
+        return "final answer presented" if line.get("presented") else (
+            "the winner's last answer is the final answer (its final presentation did not "
+            "come)")
     if kind == "timeout":
         return (f"time limit reached: the run stops after {float(line.get('seconds') or 0):g} s "
                 "and keeps what the agents have so far")

@@ -24,7 +24,14 @@ from typing import Any, Literal
 from mcp.types import CallToolResult, ResourceLink, TextContent
 from pydantic import BaseModel, Field
 
-from massgen_mcp.coordination.result import AgentInfo, AnswerInfo, RunResult, WinnerInfo
+from massgen_mcp.config.providers import short_model
+from massgen_mcp.coordination.result import (
+    AgentInfo,
+    AnswerInfo,
+    RunResult,
+    WinnerInfo,
+    votes_cast,
+)
 from massgen_mcp.server.apps import APP_URI
 
 # The text and the structured copy travel in one JSON-RPC message, with escaping on top.
@@ -132,7 +139,7 @@ def _clip(text: str, limit: int) -> str:
 def _agent_line(a: AgentInfo) -> str:
     u = a.usage
     cost = f", ${u.cost_usd:.4f}" if u.cost_usd is not None else ""
-    line = (f"{a.agent_id} ({a.provider}/{a.model}): {a.status}, {a.answers} answer"
+    line = (f"{a.agent_id} ({a.provider}/{short_model(a.model)}): {a.status}, {a.answers} answer"
             f"{'' if a.answers == 1 else 's'}, {u.total_tokens:,} tokens{cost}")
     if a.stance:
         line += f"; stance: {_clip(a.stance, 200)}"
@@ -197,8 +204,9 @@ def _plain(value: Any) -> Any:
 
 
 def summary(view: CompactRun) -> str:
-    """The text content: a short summary for people. It repeats no answer (the structured
-    content has the final answer)."""
+    """The text content: the final answer's first lines (what a person reading the tool's
+    text wants first), then a short summary; the whole answer is in the structured content
+    and the answer resource, never repeated here."""
     if view.status == "running":
         return (f"Run {view.run_id} is running ({view.totals.answers} answers, "
                 f"{view.totals.votes} votes so far). Follow it with get_run.")
@@ -210,7 +218,7 @@ def summary(view: CompactRun) -> str:
     cost = f"; ${view.totals.cost_usd:.4f}" if view.totals.cost_usd is not None else ""
     stats = (f"status {view.status}; {view.elapsed_seconds:.1f}s; "
              f"{view.totals.total_tokens:,} tokens{cost}; run {view.run_id}")
-    lines = []
+    lines = [answer_head(view.final_answer), ""]
     if view.winner:
         total = sum(view.tally.values())  # over the votes cast; who did not vote follows
         agree = view.agreement or {}
@@ -221,8 +229,10 @@ def summary(view: CompactRun) -> str:
             kind += (f"; independent share {agree['independent_share']:.0%} from "
                      f"{view.winner.families} model famil"
                      f"{'y' if view.winner.families == 1 else 'ies'}")
-        lines.append(f"Winner: {view.winner.agent_id} ({view.winner.model}) with "
-                     f"{view.winner.votes}/{total} votes{kind}; {stats}")
+        how = (f"with {votes_cast(view.winner.votes, total)}{kind}" if total
+               else "no votes were cast")
+        lines.append(f"Winner: {view.winner.agent_id} ({short_model(view.winner.model)}), "
+                     f"{how}; {stats}")
     else:
         lines.append(f"No winner; {stats}")
     if view.best_so_far:
@@ -237,6 +247,22 @@ def summary(view: CompactRun) -> str:
     if view.error:
         lines.append(f"Note: {view.error}")
     return "\n".join(lines)
+
+
+#: How much of the final answer the text content opens with.
+ANSWER_HEAD_LINES, ANSWER_HEAD_CHARS = 8, 600
+
+
+def answer_head(answer: str) -> str:
+    """The answer's first lines (at most ANSWER_HEAD_LINES and ANSWER_HEAD_CHARS), with a
+    marker when there is more."""
+    lines = answer.strip().splitlines()
+    head = "\n".join(lines[:ANSWER_HEAD_LINES])
+    if len(head) > ANSWER_HEAD_CHARS:
+        head = head[:ANSWER_HEAD_CHARS].rstrip()
+    more = len(answer.strip()) - len(head)
+    return head + (f"\n[… {more:,} more characters: the whole answer is final_answer]"
+                   if more > 0 else "")
 
 
 def compact_result(view: CompactRun, head: list[str], tail: list[str]) -> CallToolResult:

@@ -25,9 +25,12 @@ def set_served_at(url: str | None) -> None:
 
 def view_hint(run_id: str) -> str:
     """One short line saying where to watch or share a run."""
+    from massgen_mcp.paths import own_command
+
+    me = own_command()
     if _served_at:
-        return f"— Watch: {_served_at}/{run_id} (or: massgen-mcp view {run_id})"
-    return f"— Watch: massgen-mcp view {run_id} · share: massgen-mcp report {run_id}"
+        return f"— Watch: {_served_at}/{run_id} (or: {me} view {run_id})"
+    return f"— Watch: {me} view {run_id} · share: {me} report {run_id}"
 
 
 def report_html(state: Path | RunRecords, run_id: str) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from massgen_mcp.config.providers import short_model
+from massgen_mcp.coordination.result import votes_cast
 from massgen_mcp.runs.view.assets import asset, esc
 from massgen_mcp.runs.view.diff import diff_html
 from massgen_mcp.runs.view.graph import checkpoint_steps, plan_graph
@@ -147,8 +149,10 @@ def _outcome(view: RunView) -> str:
     if view.winner:
         w = view.winner
         who = (f'<div class="muted">Winner</div><div class="winner-name" id="winner">'
-               f'{esc(w.get("agent_id"))}</div><div class="winner-sub">{esc(w.get("model"))}'
-               f' \u00b7 {esc(w.get("label"))} \u00b7 {w.get("votes", 0)}/{total} votes</div>'
+               f'{esc(w.get("agent_id"))}</div><div class="winner-sub">'
+               f'{esc(short_model(str(w.get("model") or "")))}'
+               f' \u00b7 {esc(w.get("label"))} \u00b7 '
+               f'{votes_cast(int(w.get("votes", 0)), total) if total else "no votes cast"}</div>'
                + _agreement(view))
     elif view.live:
         busy = [a.agent_id for a in view.agents if a.working]

@@ -163,11 +163,14 @@ def _row(store: RunRecords, run_id: str) -> RunRow | None:
         mode, title = meta.get("mode", ""), meta.get("title", "")
     except (MassgenError, ValueError, AttributeError):
         mode, title = "", ""
-    total = sum(r.tally.values())
+    from massgen_mcp.coordination.result import votes_cast
+
+    total = r.vote_total()
     return RunRow(run_id=r.run_id, status=r.status, mode=str(mode or "consensus"),
                   task=str(title or r.task),
                   winner=r.winner.agent_id if r.winner else "",
-                  votes=f"{r.winner.votes}/{total}" if r.winner else "",
+                  votes=(votes_cast(r.winner.votes, total) if total else "no votes cast")
+                  if r.winner else "",
                   elapsed=r.elapsed_seconds, cost=find_cost(r.totals.model_dump()),
                   started_at=r.started_at)
 

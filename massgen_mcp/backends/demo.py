@@ -1,0 +1,131 @@
+"""The demo team's agents: scripted, no key, no network, no model asked.
+
+`massgen-mcp run "..." --team demo` shows a first-time user the whole flow of a run in about
+a second: three answers, votes with reasons, one dissenting vote, the winner's final answer
+and the run's record (viewer, report). Each agent plays a role named by its model::
+
+    agents:
+      - {id: brief, backend: {type: demo, model: brief}}
+      - {id: careful, backend: {type: demo, model: careful}}
+      - {id: contrarian, backend: {type: demo, model: contrarian}}
+
+`brief` and `careful` vote for the careful answer, `contrarian` for its own (the dissent),
+so `careful` wins 2 of 3. Every text says it is a demo, so no surface (CLI, viewer, tool
+result) can pass it off as a model's answer. A short pause per turn lets the progress be
+read as it happens. In a mode whose answer is not free text (a plan, a checkpoint plan) the
+answer is generated from the mode's schema, as the test agent does.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from massgen_mcp.backends.testing import example
+from massgen_mcp.messages import (
+    NEW_ANSWER,
+    VOTE,
+    Message,
+    Step,
+    ToolCall,
+    ToolSpec,
+    Turn,
+    Usage,
+    current_step,
+)
+
+if TYPE_CHECKING:
+    from massgen_mcp.backends import BackendContext
+    from massgen_mcp.config.team import AgentSpec
+
+#: What every demo text starts with.
+LABEL = "demo: no model was asked"
+#: Seconds each turn takes, so the progress lines come one by one: the answers arrive in
+#: role order; the contrarian votes first, so its dissent is cast before the majority
+#: decides the run (an early stop cancels the votes still outstanding).
+ANSWER_PACE = {"brief": 0.1, "careful": 0.2, "contrarian": 0.3}
+VOTE_PACE = {"contrarian": 0.05, "brief": 0.15, "careful": 0.25}
+DEFAULT_PACE = 0.15
+
+_ANSWERS = {
+    "brief": "A short answer: the one-line version a fast model would give.",
+    "careful": "A careful answer: the main point first, then the steps, then the caveats "
+               "a reviewer would look for.",
+    "contrarian": "A contrarian answer: it questions the premise of the task and proposes "
+                  "a different approach.",
+}
+#: Whom each role votes for (by role), and why.
+_VOTES = {
+    "brief": ("careful", "it covers the steps and the caveats that my short answer leaves out"),
+    "careful": ("careful", "it is the most complete; the short one skips the caveats"),
+    "contrarian": ("contrarian", "the others accept the premise; mine questions it"),
+}
+_ROLE_OF_TEXT = {role: text.split(":")[0] for role, text in _ANSWERS.items()}
+_SHOWN = re.compile(r"<(agent\d+)(?:\.\d+)?>\n(.*?)\n<end of ", re.DOTALL)
+
+
+def demo_text(role: str, task: str, final: bool = False) -> str:
+    """The text of a demo answer (or final answer) for `task`."""
+    body = _ANSWERS.get(role, f"An answer from the '{role}' demo agent.")
+    if final:
+        body = ("The final answer, presented by the winner after the vote. "
+                + body)
+    return (f"({LABEL}: this is a scripted demo of a massgen-mcp run. Use a real team for a "
+            f"real answer: --models, a provider key, a local server or --team clis.)\n\n"
+            f"{body}\n\nThe task was: {' '.join(task.split())[:300]}")
+
+
+class DemoBackend:
+    """One scripted demo agent; its model names its role."""
+
+    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
+        self.provider, self.model, self.agent_id = "demo", spec.model, spec.id
+        self.calls = 0
+
+    async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
+        import anyio
+
+        self.calls += 1
+        step = current_step() or Step("coordinate")
+        pace = VOTE_PACE if step.answered and not step.presenting else ANSWER_PACE
+        await anyio.sleep(pace.get(self.model, DEFAULT_PACE))
+        offered = {t.name: t for t in tools}
+        answer, vote = offered.get(NEW_ANSWER), offered.get(VOTE)
+        prompt = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        if vote is not None and step.vote_targets and not step.presenting and (
+                step.answered or answer is None):
+            target, reason = self._vote(step, prompt)
+            call = ToolCall(f"demo-{self.calls}", VOTE,
+                            {"agent_id": target, "reason": f"({LABEL}) {reason}"})
+        elif answer is not None:
+            call = ToolCall(f"demo-{self.calls}", NEW_ANSWER,
+                            self._answer(answer, _task_of(prompt), step.presenting))
+        else:
+            return Turn(text=f"({LABEL}) no workflow tool offered", usage=Usage(1, 1))
+        return Turn(tool_calls=(call,), usage=Usage(1, 1))
+
+    def _answer(self, tool: ToolSpec, task: str, final: bool) -> dict[str, object]:
+        props = tool.parameters.get("properties", {})
+        if set(props) == {"content"}:  # a free-text answer
+            return {"content": demo_text(self.model, task, final)}
+        return dict(example(tool.parameters, f"{LABEL} {self.agent_id}"))
+
+    def _vote(self, step: Step, prompt: str) -> tuple[str, str]:
+        """The anonymous id of the answer this role votes for (found by the answer's
+        opening words among the answers shown), else its own, else the first."""
+        favourite, reason = _VOTES.get(self.model, (self.model, "it reads best to me"))
+        opening = _ROLE_OF_TEXT.get(favourite, "")
+        for label, text in _SHOWN.findall(prompt):
+            if opening and opening in text and label in step.vote_targets:
+                return label, reason
+        own = (step.own_label or "").split(".")[0]
+        return (own if own in step.vote_targets else step.vote_targets[0]), reason
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _task_of(prompt: str) -> str:
+    """The task as the coordination prompt states it (the prompt's first paragraph)."""
+    match = re.search(r"<ORIGINAL MESSAGE>\n(.*?)\n</ORIGINAL MESSAGE>", prompt, re.DOTALL)
+    return match.group(1) if match else prompt.split("\n\n", 1)[0]
