@@ -277,7 +277,7 @@ def option_rows(parser: argparse.ArgumentParser) -> list[str]:
             text = text % {**vars(action), "prog": parser.prog}
         except (KeyError, TypeError, ValueError):
             text = text.replace("%%", "%")
-        unset = (None, False, [], argparse.SUPPRESS)
+        unset: tuple[object, ...] = (None, False, [], argparse.SUPPRESS)
         shown = action.option_strings and action.default not in unset and not isinstance(
             action, argparse._VersionAction)
         default = f"`{action.default}`" if shown else "—"
