@@ -29,7 +29,10 @@ PROGRAM = "~/massgen-mcp/.venv/bin/massgen-mcp"
 
 
 def test_the_readme_and_getting_started_show_the_same_first_commands() -> None:
-    assert commands(section(README, FIRST_RUN)) == commands(section(GETTING_STARTED, FIRST_RUN))
+    """The page repeats the README's steps with more detail, never other commands (so the
+    tests of the README's commands, here and in tests/test_install.py, cover both)."""
+    for heading in ("## Install", FIRST_RUN):
+        assert commands(section(README, heading)) == commands(section(GETTING_STARTED, heading))
     readme, page = (commands(section(path, heading)) for path, heading in REGISTER.items())
     assert readme == page
     # Every command calls the program by the path the install gives it: it works when
