@@ -5,6 +5,8 @@
   `build_server`, then `tools/list` in memory), so the page says what `tools/list` says.
 - `docs/reference/team-file.md`: every field of a team file, from the JSON schema of the
   pydantic models in `massgen_mcp/config/team.py`, with the comment each field carries there.
+- `docs/reference/cli.md`: every command and option of `massgen-mcp`, from its argument
+  parser's actions (not argparse's help text, whose layout changes between Python versions).
 
 Deterministic (sorted nowhere it would reorder what the server lists; no dates, no paths), so
 `tests/test_docs.py` can compare the committed pages with a fresh generation. `--check`
@@ -13,6 +15,7 @@ exits 1, naming the stale page, instead of writing.
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import io
 import json
@@ -250,7 +253,73 @@ def generate_team() -> str:
     return team_page(schema, comments, sorted(known_type_names()), defaults)
 
 
-PAGES = {"tools.md": generate_tools, "team-file.md": generate_team}
+# ---------------------------------------------------------------------------- command line
+
+
+def option_rows(parser: argparse.ArgumentParser) -> list[str]:
+    """One table row per argument of `parser` (help suppressed ones left out), from the
+    parser's own actions, so the page does not depend on argparse's help layout."""
+    rows = []
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS or isinstance(
+                action, argparse._HelpAction | argparse._SubParsersAction):
+            continue
+        metavar = action.metavar or (
+            "{" + ",".join(map(str, action.choices)) + "}" if action.choices else
+            action.dest.upper())
+        if action.option_strings:
+            takes = "" if action.nargs == 0 else f" {metavar}"
+            name = ", ".join(f"`{o}{takes}`" for o in action.option_strings)
+        else:
+            name = f"`{metavar if action.metavar else action.dest}`"
+        text = action.help or ""
+        try:
+            text = text % {**vars(action), "prog": parser.prog}
+        except (KeyError, TypeError, ValueError):
+            text = text.replace("%%", "%")
+        unset: tuple[object, ...] = (None, False, [], argparse.SUPPRESS)
+        shown = action.option_strings and action.default not in unset and not isinstance(
+            action, argparse._VersionAction)
+        default = f"`{action.default}`" if shown else "—"
+        rows.append(f"| {name} | {default} | {cell(text)} |\n")
+    return rows
+
+
+def commands_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found.update(action.choices)
+    return found
+
+
+def cli_page(parser: argparse.ArgumentParser) -> str:
+    out = [HEADER.format(source="the `massgen-mcp` argument parser"),
+           "# Command line reference\n\n",
+           "Every command and option of `massgen-mcp`, from its own argument parser. "
+           "[The command line](../cli.md) shows them at work. With no command, `massgen-mcp` "
+           "runs the MCP server with the options below.\n\n",
+           "| option | default | description |\n|---|---|---|\n", *option_rows(parser)]
+    subcommands = commands_of(parser)
+    out.append("\n| command | what it does |\n|---|---|\n")
+    for name, sub in subcommands.items():
+        out.append(f"| [`{name}`](#massgen-mcp-{name}) | "
+                   f"{cell((sub.description or '').split('. ')[0].rstrip('.'))}. |\n")
+    for name, sub in subcommands.items():
+        out.append(f"\n## massgen-mcp {name}\n\n{' '.join((sub.description or '').split())}\n\n")
+        rows = option_rows(sub)
+        if rows:
+            out += ["| argument | default | description |\n|---|---|---|\n", *rows]
+    return "".join(out)
+
+
+def generate_cli() -> str:
+    from massgen_mcp.cli.main import build_parser
+
+    return cli_page(build_parser())
+
+
+PAGES = {"tools.md": generate_tools, "team-file.md": generate_team, "cli.md": generate_cli}
 
 
 def main(argv: list[str]) -> int:

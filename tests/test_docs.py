@@ -2,8 +2,9 @@
 warning, and generated reference pages that say what the code says.
 
 The reference pages (docs/reference/) are written by `docs/gen_reference.py` from the
-server's own tool schemas and the team file's pydantic models; a committed page that differs
-from a fresh generation fails here, as `tests/test_startup.py` does for the tool catalog.
+server's own tool schemas, the team file's pydantic models and the CLI's argument parser; a
+committed page that differs from a fresh generation fails here, as `tests/test_startup.py`
+does for the tool catalog.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def test_the_readme_is_a_newcomers_page() -> None:
                             "## Use it from your coding agent", "## Your first real team"]
 
 
-@pytest.mark.parametrize("page", ["tools.md", "team-file.md"])
+@pytest.mark.parametrize("page", ["tools.md", "team-file.md", "cli.md"])
 def test_the_reference_pages_are_a_fresh_generation(page: str) -> None:
     fresh = generator().PAGES[page]()
     committed = (DOCS / "reference" / page).read_text(encoding="utf-8")

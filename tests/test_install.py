@@ -127,7 +127,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
                           timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert re.search(r"starts, \d+ tools", done.stdout), done.stdout  # doctor started it
-    assert "Ready: " in done.stdout and " run 'What is the capital" in done.stdout
+    # the command to try next (its wording moves with the CLI's: `try:` / `Ready:`)
+    assert re.search(r"(try|Ready): \S*massgen-mcp run [\"']", done.stdout), done.stdout
     checkout = home / "massgen-mcp"
     # setup wrote into the project, not the clone; the clone's .venv is ignored.
     assert (project / ".mcp.json").is_file()

@@ -7,6 +7,7 @@ install for real). Each command must print what the page says it prints.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -29,7 +30,10 @@ PROGRAM = "~/massgen-mcp/.venv/bin/massgen-mcp"
 
 
 def test_the_readme_and_getting_started_show_the_same_first_commands() -> None:
-    assert commands(section(README, FIRST_RUN)) == commands(section(GETTING_STARTED, FIRST_RUN))
+    """The page repeats the README's steps with more detail, never other commands (so the
+    tests of the README's commands, here and in tests/test_install.py, cover both)."""
+    for heading in ("## Install", FIRST_RUN):
+        assert commands(section(README, heading)) == commands(section(GETTING_STARTED, heading))
     readme, page = (commands(section(path, heading)) for path, heading in REGISTER.items())
     assert readme == page
     # Every command calls the program by the path the install gives it: it works when
@@ -77,20 +81,28 @@ def first_run(home: Path) -> None:
                     "adds it); the README's first run uses it")
     done = bash(run, home)
     assert done.returncode == 0, done.stdout + done.stderr
-    # "The final answer goes to stdout"; progress, the votes with their reasons and the
-    # watch line to stderr, every line marked as a demo.
+    # "The final answer goes to stdout"; progress, the votes with their reasons and who
+    # dissented on stderr, labelled as a demo; the last lines say who won and where to watch.
     assert done.stdout.strip(), done.stderr
     assert "demo" in done.stderr.lower(), done.stderr
     assert "voted for" in done.stderr, done.stderr
-    assert re.search(r"massgen-mcp view run_\w+", done.stderr), done.stderr
+    watch = re.search(r"(\S*massgen-mcp view run_\w+)", done.stderr)
+    assert watch, done.stderr
     # "Every run is recorded under .massgen/runs/<run_id>/ in the directory you ran it from."
     records = list((home / ".massgen" / "runs").glob("*/result.json"))
     assert len(records) == 1, records
-    # `view latest` as written: it serves the run and opens the browser (BROWSER=true is a
-    # browser that opens nothing); the page it serves is the run, titled with the task.
+    # `view latest` as written, and the watch line pasted as printed: each serves the run,
+    # titled with the task.
     task = re.search(r'run "([^"]+)"', run)
     assert task
-    viewer = subprocess.Popen(["bash", "-c", view], cwd=home, env=env(home, BROWSER="true"),
+    for command in (view, watch.group(1)):
+        assert task.group(1) in served_page(command, home), command
+
+
+def served_page(command: str, home: Path) -> str:
+    """The page a `view` command serves. It opens the browser too: BROWSER=true is a browser
+    that opens nothing."""
+    viewer = subprocess.Popen(["bash", "-c", command], cwd=home, env=env(home, BROWSER="true"),
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True, encoding="utf-8")
     watchdog = threading.Timer(60, viewer.kill)  # a viewer that never says where it serves
@@ -102,7 +114,7 @@ def first_run(home: Path) -> None:
         assert url, line
         page = httpx.get(url.group(0), timeout=30, follow_redirects=True)
         assert page.status_code == 200
-        assert task.group(1).replace("'", "&#x27;") in page.text
+        return html.unescape(page.text)
     finally:
         watchdog.cancel()
         viewer.terminate()
