@@ -338,3 +338,17 @@ async def test_idle_sessions_are_closed_and_free_their_users_place(
                         break
                     await anyio.sleep(0.2)
             assert r.status_code == 200
+
+
+def test_a_token_given_as_an_option_is_redacted_like_the_environment_one(
+        tmp_path: Path) -> None:
+    """`--token` never reaches a record or a log in full, as MASSGEN_MCP_TOKEN does not."""
+    import argparse
+
+    from massgen_mcp.redaction import redact_text, server_secrets
+    from massgen_mcp.server.transports import http_users
+
+    token = "tok-given-as-an-option-" + "q" * 24
+    args = argparse.Namespace(token=token, host="127.0.0.1", auth_file=None, no_token=False)
+    http_users(args, tmp_path)
+    assert token not in redact_text(f"Authorization: Bearer {token}", server_secrets({}))

@@ -97,6 +97,9 @@ def http_users(args: argparse.Namespace, state: Path) -> Users:
         else:
             print(f"massgen-mcp: HTTP clients must send the token kept in "
                   f"{state / TOKEN_FILE}", file=sys.stderr, flush=True)
+    from massgen_mcp.redaction import add_process_secret
+
+    add_process_secret(token)  # a token given as --token (or generated) is redacted too
     return Users.of(token, Path(auth_file) if auth_file else None)
 
 
