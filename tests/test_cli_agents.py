@@ -107,7 +107,7 @@ def _project(root: Path) -> Path:
     proj = root / "proj"
     proj.mkdir()
     (proj / "app.py").write_text("VALUE = 1\n")
-    (proj / "secret.env").write_text("TOKEN=original\n")
+    (proj / "deploy.cfg").write_text("TOKEN=original\n")  # protected (a .env is not even seeded)
     (proj / "README.md").write_text("untouched\n")
     return proj
 
@@ -116,7 +116,7 @@ async def test_claude_code_edits_its_workspace_wins_and_writes_back(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     proj = _project(tmp_path)
     provider.script("cc", _editing_coder({"app.py": ("VALUE = 1", "VALUE = 2"),
-                                          "secret.env": ("original", "stolen")}))
+                                          "deploy.cfg": ("original", "stolen")}))
     provider.script("api1", answer_then_vote("API answer one", best_label))
     provider.script("api2", answer_then_vote("API answer two", best_label))
     team = _team(provider, [
@@ -124,7 +124,7 @@ async def test_claude_code_edits_its_workspace_wins_and_writes_back(
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
         orchestrator_timeout_seconds=120,
         context_paths=[{"path": str(proj), "permission": "write",
-                        "protected_paths": ["secret.env"]}])
+                        "protected_paths": ["deploy.cfg"]}])
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
     result = await engine.run(team, "Set VALUE to 2")
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
@@ -133,13 +133,13 @@ async def test_claude_code_edits_its_workspace_wins_and_writes_back(
     assert ws is not None and ws.agent_id == "a-coder"
     assert Path(ws.path).is_relative_to(tmp_path / ".massgen")
     assert {(c.path, c.change) for c in ws.changed} == {("app.py", "modified"),
-                                                        ("secret.env", "modified")}
+                                                        ("deploy.cfg", "modified")}
     assert "-VALUE = 1" in ws.diff and "+VALUE = 2" in ws.diff
     # Written back: the change, not the protected file, not the untouched one.
     assert (proj / "app.py").read_text() == "VALUE = 2\n"
-    assert (proj / "secret.env").read_text() == "TOKEN=original\n"
+    assert (proj / "deploy.cfg").read_text() == "TOKEN=original\n"
     assert ws.applied == [str(proj / "app.py")]
-    assert ws.skipped == ["secret.env: protected"]
+    assert ws.skipped == ["deploy.cfg: protected"]
     # Peers got a read-only snapshot of the answer's workspace.
     snap = Path(result.log_dir) / "snapshots" / "agent1.1"
     assert (snap / "app.py").read_text() == "VALUE = 2\n"

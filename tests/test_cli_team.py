@@ -41,9 +41,8 @@ def test_doctor_says_a_team_can_run_on_the_logged_in_clis(tmp_path: Path) -> Non
     text = out.stdout + out.stderr
     assert "codex" in text and "`codex login status`: logged in (API key)" in text, text
     assert "`claude auth status`: not logged in" in text
-    assert ("No provider API key is set, but these coding CLIs are logged in: codex. "
-            "Run a team on them with `--team clis`") in text
-    assert "--allow-cli-agents" in text
+    # the verdict first: what can run now names the clis team and who is logged in
+    assert "--team clis\n      the coding-agent CLIs you are logged in to (codex)" in text, text
     assert "67890" not in text  # codex's own status shows part of the key: never repeated
 
 

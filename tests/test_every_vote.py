@@ -66,7 +66,7 @@ async def test_every_vote_that_arrives_before_the_final_answer_counts(
     assert data["agreement"]["share"] == 1.0 and data["agreement"]["not_voted"] == 0
     assert data["tally"] == {"a": 3, "b": 0, "c": 0} and data["dissent"] == []
     assert data["totals"]["early_stop_cancelled_turns"] == 0
-    assert "3/3 votes (unanimous)" in text_of(r)
+    assert "3 of 3 votes cast (unanimous)" in text_of(r)
 
 
 async def test_a_vote_still_running_when_the_final_answer_is_out_is_cancelled(

@@ -108,15 +108,17 @@ class DemoBackend:
         props = tool.parameters.get("properties", {})
         if set(props) == {"content"}:  # a free-text answer
             return {"content": demo_text(self.model, task, final)}
-        return dict(example(tool.parameters, f"{LABEL} {self.agent_id}"))
+        return dict(example(tool.parameters, f"{LABEL} {self.model}"))
 
     def _vote(self, step: Step, prompt: str) -> tuple[str, str]:
         """The anonymous id of the answer this role votes for (found by the answer's
         opening words among the answers shown), else its own, else the first."""
         favourite, reason = _VOTES.get(self.model, (self.model, "it reads best to me"))
-        opening = _ROLE_OF_TEXT.get(favourite, "")
+        # a free-text answer opens with its role's words; a structured one (a plan) carries
+        # its role in its example text
+        marks = [m for m in (_ROLE_OF_TEXT.get(favourite, ""), f"{LABEL} {favourite}") if m]
         for label, text in _SHOWN.findall(prompt):
-            if opening and opening in text and label in step.vote_targets:
+            if any(m in text for m in marks) and label in step.vote_targets:
                 return label, reason
         own = (step.own_label or "").split(".")[0]
         return (own if own in step.vote_targets else step.vote_targets[0]), reason
