@@ -109,10 +109,18 @@ def served_page(command: str, home: Path) -> str:
     watchdog.start()
     try:
         assert viewer.stderr is not None
+        # The viewer asks for the state directory's token (the browser it opens is signed
+        # in with it); a reader who opens the printed address is asked for it too.
         line = viewer.stderr.readline()
-        url = re.search(r"http://127\.0\.0\.1:\d+/\S+", line)
+        asks = re.search(r"asks for the token in (\S+): open", line)
+        assert asks, line
+        token = Path(asks.group(1)).read_text().strip()
+        line = viewer.stderr.readline()
+        url = re.search(r"http://127\.0\.0\.1:\d+/\S*", line)
         assert url, line
-        page = httpx.get(url.group(0), timeout=30, follow_redirects=True)
+        assert httpx.get(url.group(0), timeout=30).status_code == 401  # no token, no page
+        page = httpx.get(url.group(0), params={"token": token}, timeout=30,
+                         follow_redirects=True)
         assert page.status_code == 200
         return html.unescape(page.text)
     finally:
