@@ -149,8 +149,11 @@ def build() -> None:
 
 def snapshot() -> dict[str, str]:
     files: dict[str, str] = {}
+    # the test's own checkout, when it lives under /tmp (bound read-only: not the fixture)
+    keep_out = {p for p in os.environ.get("FX_KEEP_OUT", "").split(":") if p}
     for root in ("/tmp", "/srv"):
-        for dirpath, _dirs, filenames in os.walk(root):
+        for dirpath, dirs, filenames in os.walk(root):
+            dirs[:] = [d for d in dirs if os.path.join(dirpath, d) not in keep_out]
             for name in filenames:
                 path = os.path.join(dirpath, name)
                 if path == CAPTURE or path.startswith((CERTS, TEMPLATE + "/")):

@@ -109,8 +109,11 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (root / "certs").mkdir()
     certificate(root / "certs", hosts)
     (root / "hosts").write_text("127.0.0.1 localhost " + " ".join(hosts) + "\n")
+    keep = code_under_tmp()
     base = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/",
             "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/srv",
+            *[arg for path in keep for arg in ("--ro-bind", path, path)],
+            "--setenv", "FX_KEEP_OUT", ":".join(keep),
             "--ro-bind", str(root / "hosts"), "/etc/hosts", "--ro-bind", str(root / "certs"),
             "/tmp/fxcert", "--cap-add", "CAP_NET_BIND_SERVICE"]
     probe = subprocess.run([*base, "true"], capture_output=True, text=True, timeout=30)
@@ -127,6 +130,14 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     block, rules = sandbox_as_written()
     return {"argv": argv, "entries": entries, "sandbox": block, "rules": rules,
             "report": root / "report"}
+
+
+def code_under_tmp() -> list[str]:
+    """The checkout and its virtual environment when they live under /tmp or /srv (CI may
+    clone there): bound read-only over the namespace's empty tmpfs, so its Python and the
+    hook still run there, and left out of the snapshot of what an input changed."""
+    paths = {str(DRIVER.parent.parent.resolve()), str(Path(sys.prefix).resolve())}
+    return sorted(p for p in paths if p.startswith(("/tmp/", "/srv/")))
 
 
 def run_one(box: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
