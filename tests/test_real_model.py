@@ -192,6 +192,11 @@ async def test_a_real_model_team_ends_bounded_and_truthful(smollm2: str, tmp_pat
     _assert_truthful(result, team)
     if n == 3:
         # measured: "Your complete answer." (the schema's field description) won a run
-        assert result.status in ("completed", "degraded"), (result.status, result.error)
-        assert result.final_answer and echo_problem(result.final_answer, _echo_sources()) is \
-            None, result.final_answer
+        # A 1-1-1 split of a 135M model is an honest end (this tier checks robustness, not
+        # quality): then what the team offers is its candidates, and none may be an echo.
+        assert result.status in ("completed", "degraded", "no_consensus"), (
+            result.status, result.error)
+        offered = ([a.text for a in result.answers] if result.status == "no_consensus"
+                   else [result.final_answer or ""])
+        assert offered and all(t and echo_problem(t, _echo_sources()) is None
+                               for t in offered), offered
