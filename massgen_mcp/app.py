@@ -298,12 +298,13 @@ class App:
                                   backend_context=backend_context,
                                   hold_irreversible=hold_irreversible, owner=owner)
 
-    def checkpoint_person_answered(self, out: CheckpointResult, verdict: str
-                                   ) -> CheckpointResult:
-        """What the person said about a held plan's irreversible steps (activates on yes)."""
+    def checkpoint_person_answered(self, out: CheckpointResult, verdict: str,
+                                   bound: dict[str, str] | None = None) -> CheckpointResult:
+        """What the person said about a held plan's irreversible steps (activates on yes, in
+        the workspace and session `bound` names when given)."""
         from massgen_mcp.modes.checkpoint.run import person_answered
 
-        return person_answered(out, verdict)
+        return person_answered(out, verdict, bound)
 
     # ------------------------------------------------------------------ runs
 
@@ -387,22 +388,22 @@ class App:
 
     # ------------------------------------------------------------------ stored results
 
-    def get_plan(self, plan_id: str = "latest") -> StoredPlan:
-        """A stored plan, or the latest."""
+    def get_plan(self, plan_id: str = "latest", who: Principal = LOCAL) -> StoredPlan:
+        """A stored plan `who` may see, or their latest."""
         from massgen_mcp.modes.planning.store import get_plan
 
-        return get_plan(self.state, plan_id)
+        return get_plan(self.state, plan_id, who)
 
-    def list_plans(self, limit: int = 20) -> list[PlanSummary]:
-        """Stored plans, newest first."""
+    def list_plans(self, limit: int = 20, who: Principal = LOCAL) -> list[PlanSummary]:
+        """Stored plans `who` may see, newest first."""
         from massgen_mcp.modes.planning.store import list_plans
 
-        return list_plans(self.state, limit)
+        return list_plans(self.state, limit, who)
 
     def checkpoint_init(self, workspace_dir: str, original_task: str,
                         available_tools: list[Any], *, trajectory_path: str | None = None,
                         environment: dict[str, Any] | str | None = None,
-                        safety_policy: list[str] | str | None = None
+                        safety_policy: list[str] | str | None = None, who: Principal = LOCAL
                         ) -> tuple[CheckpointSession, bool]:
         """Store (or replace) a workspace's checkpoint session; True when it replaced one.
         `trajectory_path` obeys the rules of `files`: inside the working directory, never a
@@ -412,11 +413,12 @@ class App:
         return init_session(self.state, workspace_dir, original_task, available_tools,
                             trajectory_path=trajectory_path, environment=environment,
                             safety_policy=safety_policy, files_root=self.cwd,
-                            allow_secret_files=self.allow_secret_files)
+                            allow_secret_files=self.allow_secret_files, who=who)
 
-    def checkpoint_session(self, workspace_dir: str | None = None) -> CheckpointSession:
-        """The session of `workspace_dir` (default: the latest); an error naming
-        checkpoint_init when there is none."""
+    def checkpoint_session(self, workspace_dir: str | None = None, who: Principal = LOCAL
+                           ) -> CheckpointSession:
+        """The session of `workspace_dir` (default: the latest) that `who` may see; an error
+        naming checkpoint_init when there is none."""
         from massgen_mcp.modes.checkpoint.store import load_session
 
-        return load_session(self.state, workspace_dir)
+        return load_session(self.state, workspace_dir, who)

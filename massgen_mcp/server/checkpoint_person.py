@@ -6,8 +6,12 @@ elicitation before the plan becomes the active plan the hook enforces:
 
 - protocol 2026-07-28: the call returns an input-required result carrying the
   `elicitation/create` form; the client asks its user and retries the call with the answer.
-  The retry finds the held checkpoint through `request_state`, which the SDK seals (a
-  client cannot forge or alter it), and does not run the reviewers again;
+  The held result itself travels in `request_state`, which the SDK seals (AES-GCM: a client
+  can neither read, forge nor alter it), so nothing the agent can write (the checkpoint
+  folder sits in its workspace) decides what becomes active; the retry does not run the
+  reviewers again. Each question is answered once: its id is spent in `answered/` beside the
+  plan key, out of reach of the sandboxed agent, so a replayed state approves nothing, and
+  it must come from the user who was asked;
 - protocol 2025-11-25: an `elicitation/create` request mid-call.
 
 Yes: the plan becomes active. No, cancel, no answer, a broken answer: nothing becomes
@@ -20,6 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import secrets
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +38,7 @@ from massgen_mcp.modes.checkpoint.human import (
     PersonApproval,
     question,
 )
+from massgen_mcp.server.users import asking
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import Context
@@ -39,7 +47,10 @@ if TYPE_CHECKING:
     from massgen_mcp.modes.checkpoint.run import CheckpointResult
 
 ANSWER_KEY = "person_approval"
-PENDING = "pending_person.json"
+#: Spent question ids, beside the plan key (hook/active.py), kept this long (seconds): past
+#: the SDK's request-state lifetime (10 min), a state is refused anyway.
+ANSWERED = "answered"
+KEEP_ANSWERED_S = 3600.0
 #: How long a 2025-11-25 elicitation may wait for the person (then: no answer).
 ASK_TIMEOUT_S = 900.0
 MODERN = "2026-07-28"
@@ -61,8 +72,9 @@ def can_ask(ctx: Context[Any, Any]) -> bool:
     return _modern(ctx) or ctx.session.can_send_request
 
 
-#: `App.checkpoint_person_answered`: settles a held plan with the person's answer.
-Answered = Callable[["CheckpointResult", str], "CheckpointResult"]
+#: `App.checkpoint_person_answered`: settles a held plan with the person's answer (and, for
+#: a retry, the workspace and session read when it was held).
+Answered = Callable[..., "CheckpointResult"]
 
 
 async def settle(ctx: Context[Any, Any], out: CheckpointResult, objective: str,
@@ -77,13 +89,14 @@ async def settle(ctx: Context[Any, Any], out: CheckpointResult, objective: str,
         from mcp.server.elicitation import render_elicitation_schema
         from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
 
-        from massgen_mcp.hook.active import write_json_atomic
-
-        write_json_atomic(str(Path(out.logs_dir) / PENDING), out.model_dump(mode="json"))
         form = ElicitRequest(params=ElicitRequestFormParams(
             message=message, requested_schema=render_elicitation_schema(PersonApproval)))
+        from massgen_mcp.modes.checkpoint.store import bound_session
+
+        held = {"question": secrets.token_hex(16), "asked": asking().name,
+                "held": out.model_dump(mode="json"), "bound": bound_session(Path(out.logs_dir))}
         return InputRequiredResult(input_requests={ANSWER_KEY: form},
-                                   request_state=json.dumps({"checkpoint": out.logs_dir}))
+                                   request_state=json.dumps(held))
     return answered(out, await _ask_now(ctx, message))
 
 
@@ -107,24 +120,26 @@ async def resume(ctx: Context[Any, Any], answered: Answered) -> CheckpointResult
     """2026-07-28: the retry that carries the person's answer (None: not a retry)."""
     from mcp_types import ElicitResult
 
-    from massgen_mcp.hook.active import StateFileError, read_json
     from massgen_mcp.modes.checkpoint.run import CheckpointResult
 
     state = ctx.request_state
     if not state:
         return None
+    held: Any = None
+    question: Any = None
+    who: Any = None
+    bound: Any = None
     try:
-        ckpt = Path(json.loads(state)["checkpoint"])
-        held = read_json(str(ckpt / PENDING))
-    except (ValueError, KeyError, TypeError, StateFileError):
+        sealed = json.loads(state)
+        question, who = str(sealed["question"]), sealed["asked"]
+        held, bound = sealed["held"], sealed["bound"]
+    except (ValueError, KeyError, TypeError):
         held = None
-    if not isinstance(held, dict):
+    if not isinstance(held, dict) or who != asking().name or not _spend(str(question)):
         from mcp.server.mcpserver.exceptions import ToolError
 
-        raise ToolError("checkpoint: this answer is for a checkpoint that is no longer waiting "
-                        "for a person (already answered); call checkpoint again")
-    with contextlib.suppress(FileNotFoundError):  # one answer per question: no replays
-        (ckpt / PENDING).unlink()
+        raise ToolError("checkpoint: this answer is not for a question waiting for a person "
+                        "(already answered, or asked of someone else); call checkpoint again")
     out = CheckpointResult.model_validate(held)
     answer = (ctx.input_responses or {}).get(ANSWER_KEY)
     verdict = "no_answer"
@@ -134,5 +149,27 @@ async def resume(ctx: Context[Any, Any], answered: Answered) -> CheckpointResult
             verdict = APPROVED if content.get("approve") is True else DECLINED
         else:
             verdict = DECLINED if answer.action == "decline" else "cancelled"
-    return answered(out, verdict)
+    return answered(out, verdict, bound)
 
+
+
+def _spend(question: str) -> bool:
+    """Mark a question answered; False when it was already (a replay) or the id is odd."""
+    from massgen_mcp.hook.active import ledger_dir_root
+
+    if len(question) != 32 or not all(c in "0123456789abcdef" for c in question):
+        return False
+    folder = os.path.join(ledger_dir_root(), ANSWERED)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    now = time.time()
+    with contextlib.suppress(OSError), os.scandir(folder) as spent:
+        for entry in spent:  # keep the folder small: old ids are refused by the SDK anyway
+            with contextlib.suppress(OSError):
+                if now - entry.stat().st_mtime > KEEP_ANSWERED_S:
+                    os.unlink(entry.path)
+    try:
+        os.close(os.open(os.path.join(folder, question), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                         0o600))
+    except FileExistsError:
+        return False
+    return True

@@ -15,6 +15,7 @@ from massgen_mcp.modes.consensus.schema import consensus_of
 from massgen_mcp.modes.planning.run import PlanResult
 from massgen_mcp.modes.planning.schema import Depth
 from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
+from massgen_mcp.runs.owners import Principal
 from massgen_mcp.server.host import ToolHost, tool_errors
 from massgen_mcp.server.users import asking
 
@@ -125,7 +126,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         plan_id: Annotated[str, Field(description="A plan id, or 'latest'.")] = "latest",
     ) -> StoredPlan:
         """A stored plan: the structured plan, its Markdown and how it was chosen."""
-        return app.get_plan(plan_id)
+        return app.get_plan(plan_id, asking())
 
     @mcp.tool(title="List plans")
     @tool_errors
@@ -134,7 +135,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
     ) -> PlanList:
         """Stored plans, newest first, with their goal, depth, size and the run that chose
         them. Read one with get_plan."""
-        return PlanList(plans=app.list_plans(limit))
+        return PlanList(plans=app.list_plans(limit, asking()))
 
     @mcp.tool(title="Start a checkpoint session")
     @tool_errors
@@ -160,7 +161,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         session, replaced = app.checkpoint_init(
             workspace_dir, original_task,
             [t.model_dump() for t in available_tools], trajectory_path=trajectory_path,
-            environment=environment, safety_policy=safety_policy)
+            environment=environment, safety_policy=safety_policy, who=asking())
         verb = "replaced the previous session" if replaced else "stored a new session"
         return CheckpointInitResult(
             session_id=session.session_id, workspace_dir=session.workspace_dir,
@@ -204,7 +205,8 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         resumed = await resume(ctx, app.checkpoint_person_answered)
         if resumed is not None:
             return _checkpoint_reply(resumed)
-        app.checkpoint_session(workspace_dir)  # no session: say so before anything
+        # no session (of this caller's): say so before anything
+        app.checkpoint_session(workspace_dir, Principal(asking().name))
         name = app.reviewer_team_name(models, team)  # models/team: operator's flag only
         chosen = await host.team_for(ctx, models=models, team=name)
         if not app.allow_checkpoint_team_override and any(

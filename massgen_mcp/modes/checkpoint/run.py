@@ -14,6 +14,7 @@ from massgen_mcp.coordination.answers import AnswerFormat, AnswerRejected, Parse
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import ConfigError, InputError
 from massgen_mcp.runs.engine import Engine, PreparedRun
+from massgen_mcp.runs.owners import LOCAL_NAME, Principal
 
 
 class CheckpointInitResult(BaseModel):
@@ -95,7 +96,8 @@ class _RecordingFormat:
 NOT_APPROVED = "not_approved_by_person"
 
 
-def person_answered(out: CheckpointResult, verdict: str) -> CheckpointResult:
+def person_answered(out: CheckpointResult, verdict: str,
+                    bound: dict[str, str] | None = None) -> CheckpointResult:
     """Settle a plan that needed a person (`human.py`): a yes activates the held plan; no,
     cancel or no answer activate nothing; `not_asked` (the client cannot ask) leaves the
     plan as activated, with the note. The answer is kept in the checkpoint's person.json."""
@@ -107,7 +109,7 @@ def person_answered(out: CheckpointResult, verdict: str) -> CheckpointResult:
     if verdict == NOT_ASKED:
         out.person_note = NOT_SHOWN_NOTE
     elif verdict == APPROVED and out.plan is not None:
-        activate_plan(ckpt, out.plan)
+        activate_plan(ckpt, out.plan, bound)
     else:
         out.person_note = out.error = (
             f"the person's answer was {verdict.replace('_', ' ')}: the plan did NOT become "
@@ -192,7 +194,9 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
 
     if not isinstance(objective, str) or not objective.strip():
         raise InputError("the objective is empty: say what risky phase needs a plan")
-    session = load_session(engine.state, workspace_dir)
+    # The caller's own session: by name, so an admin's checkpoint acts on their sessions only.
+    session = load_session(engine.state, workspace_dir,
+                           Principal(prepare_kwargs.get("owner", LOCAL_NAME)))
     fmt = CheckpointAnswerFormat(session.tool_names(), action_goals, session.workspace_dir)
     task = review_task(session, objective, action_goals, eval_criteria, include_format=False)
     ckpt = new_checkpoint_dir(session, objective=objective, action_goals=action_goals,

@@ -15,6 +15,10 @@ workspace always maps to the same session; `checkpoint_init` again replaces the 
 deactivates its plan and keeps the audit trail. Flow for the `checkpoint` tool:
 `load_session` -> `new_checkpoint_dir` -> run reviewers (`record_candidate` per answer) ->
 `record_result`, which makes a completed plan the workspace's active plan.
+
+A session belongs to the user who initialized it (`owner`, as a run records its owner:
+runs/owners.py). Another user's session reads as no session, and a workspace whose session
+belongs to another user cannot be taken over by a second `checkpoint_init`, except by an admin.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from massgen_mcp.hook.active import (
 from massgen_mcp.hook.policy import merge_criteria
 from massgen_mcp.modes.checkpoint.schema import normalize_goals
 from massgen_mcp.paths import checkpoints_dir
+from massgen_mcp.runs.owners import LOCAL, LOCAL_NAME, Principal
 
 SESSION_FILE = "session.json"
 _CKPT = re.compile(r"^ckpt_(\d{3,})$")
@@ -65,6 +70,7 @@ class CheckpointSession(BaseModel):
     environment: dict[str, Any] | str | None = None
     safety_policy: list[str] = Field(default_factory=list)
     created_at: str
+    owner: str = LOCAL_NAME
     session_dir: str = Field(default="", exclude=True)
 
     def tool_names(self) -> list[str]:
@@ -143,6 +149,7 @@ def init_session(
     *,
     files_root: str | Path | None = None,
     allow_secret_files: bool = False,
+    who: Principal = LOCAL,
 ) -> tuple[CheckpointSession, bool]:
     """Store (or replace) the checkpoint session of a workspace; `replaced` says which.
 
@@ -171,11 +178,15 @@ def init_session(
     root = _root(state_dir)
     session_dir = root / session_id
     replaced = (session_dir / SESSION_FILE).exists()
+    earlier = _read_session(session_dir) if replaced else None
+    if earlier is not None and not who.may_see(earlier.owner):
+        raise InputError(f"workspace_dir {str(workspace)!r} has another user's checkpoint "
+                         "session: use a workspace of your own")
     session = CheckpointSession(
         session_id=session_id, workspace_dir=str(workspace), original_task=original_task.strip(),
         available_tools=tools, trajectory_path=trajectory, environment=environment,
         safety_policy=[p.strip() for p in policy if isinstance(p, str) and p.strip()],
-        created_at=_now(), session_dir=str(session_dir),
+        created_at=_now(), owner=who.name, session_dir=str(session_dir),
     )
     write_json_atomic(str(session_dir / SESSION_FILE), session.model_dump(mode="json"))
     clear_active_plan(str(root), str(workspace))
@@ -190,18 +201,20 @@ def _read_session(session_dir: Path) -> CheckpointSession | None:
     return CheckpointSession.model_validate({**data, "session_dir": str(session_dir)})
 
 
-def load_session(state_dir: str | Path, workspace_dir: str | Path | None = None
-                 ) -> CheckpointSession:
-    """The session of `workspace_dir`, or the most recently initialized one if None."""
+def load_session(state_dir: str | Path, workspace_dir: str | Path | None = None,
+                 who: Principal = LOCAL) -> CheckpointSession:
+    """The session of `workspace_dir`, or the most recently initialized one if None: of
+    those `who` may see (another user's session reads as none)."""
     root = _root(state_dir)
     if workspace_dir is not None:
         session = _read_session(root / session_id_for(workspace_dir))
-        if session is None:
+        if session is None or not who.may_see(session.owner):
             raise InputError(f"no checkpoint session for workspace {str(workspace_dir)!r}: "
                              "call checkpoint_init first")
         return session
     sessions = [s for d in (sorted(root.iterdir()) if root.is_dir() else [])
-                if d.is_dir() and (s := _read_session(d)) is not None]
+                if d.is_dir() and (s := _read_session(d)) is not None
+                and who.may_see(s.owner)]
     if not sessions:
         raise InputError("no checkpoint session yet: call checkpoint_init with the workspace, "
                          "the original task and the executor's tools first")
@@ -280,14 +293,23 @@ def record_result(
     return result
 
 
-def activate_plan(ckpt_dir: Path, plan: dict[str, Any]) -> None:
-    """Make a recorded checkpoint's plan the workspace's active plan (the hook enforces it)."""
-    ckpt_dir = Path(ckpt_dir)
-    session = _read_session(ckpt_dir.parent)
+def bound_session(ckpt_dir: Path) -> dict[str, str]:
+    """The workspace and session a checkpoint belongs to, as read now (see `activate_plan`)."""
+    session = _read_session(Path(ckpt_dir).parent)
     if session is None:
-        raise InputError(f"{ckpt_dir.parent}: no session.json; was the session removed?")
+        raise InputError(f"{Path(ckpt_dir).parent}: no session.json; was the session removed?")
+    return {"workspace_dir": session.workspace_dir, "session_id": session.session_id}
+
+
+def activate_plan(ckpt_dir: Path, plan: dict[str, Any], bound: dict[str, str] | None = None
+                  ) -> None:
+    """Make a recorded checkpoint's plan the workspace's active plan (the hook enforces it).
+    `bound`: the workspace and session read when the plan was approved, for a plan that
+    waited for a person, so files changed in the meantime cannot move it elsewhere."""
+    ckpt_dir = Path(ckpt_dir)
+    where = bound or bound_session(ckpt_dir)
     inputs = read_json(str(ckpt_dir / "inputs.json")) or {}
-    set_active_plan(str(ckpt_dir.parent.parent), session.workspace_dir, session.session_id, {
+    set_active_plan(str(ckpt_dir.parent.parent), where["workspace_dir"], where["session_id"], {
         "checkpoint_id": ckpt_dir.name, "objective": inputs.get("objective", ""),
         "activated_at": _now(), "steps": plan["steps"],
         "approved": approved_calls(plan["steps"]),

@@ -14,6 +14,7 @@ from massgen_mcp.modes.planning.answer_format import PlanAnswerFormat, plan_task
 from massgen_mcp.modes.planning.schema import DEPTHS
 from massgen_mcp.modes.planning.store import save_plan
 from massgen_mcp.runs.engine import Engine, PreparedRun
+from massgen_mcp.runs.owners import LOCAL_NAME
 
 
 class PlanResult(BaseModel):
@@ -50,7 +51,8 @@ def prepare_plan(engine: Engine, team: Team, goal: str, *, depth: str = "dynamic
             return PlanResult(plan_id=None, status=result.status, goal=goal, depth=depth,
                               consensus=consensus)
         stored = save_plan(engine.state, goal=goal, depth=depth, plan=result.final_data,
-                           run_id=result.run_id, consensus=consensus.model_dump())
+                           run_id=result.run_id, consensus=consensus.model_dump(),
+                           owner=prepare_kwargs.get("owner", LOCAL_NAME))
         return PlanResult(plan_id=stored.plan_id, status=result.status, goal=goal, depth=depth,
                           plan=stored.plan.model_dump(mode="json"), markdown=stored.markdown,
                           path=stored.path, consensus=consensus)

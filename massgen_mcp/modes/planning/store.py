@@ -5,6 +5,10 @@ Every file is written with `paths.write_atomic` (a temporary file, fsync, rename
 ``metadata.json`` is written last, so a directory without it is an unfinished save and is
 ignored. Plan ids look like ``plan_20261130T183300Z_ab12``: they sort by creation second, and
 the random suffix plus an exclusive ``mkdir`` keeps them unique within a second.
+
+A plan belongs to whoever asked for it (``owner`` in its metadata, as a run's meta records
+its owner: runs/owners.py). Every reader takes the caller and treats a plan it may not see
+exactly as one that does not exist, and ``latest`` is the caller's latest.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from massgen_mcp.errors import InputError, MassgenError
 from massgen_mcp.modes.planning.answer_format import plan_markdown
 from massgen_mcp.modes.planning.schema import Plan, accepted_task_range, validate_plan
 from massgen_mcp.paths import plans_dir, write_atomic
+from massgen_mcp.runs.owners import LOCAL, LOCAL_NAME, Principal
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,7 @@ class PlanMetadata(BaseModel):
     consensus: dict[str, Any] = Field(
         default_factory=dict, description="Votes and tally of the run that chose the plan."
     )
+    owner: str = Field(default=LOCAL_NAME, description="Who asked for the plan.")
 
 
 class StoredPlan(BaseModel):
@@ -76,6 +82,7 @@ def save_plan(
     plan: Plan | Mapping[str, Any],
     run_id: str | None,
     consensus: dict[str, Any],
+    owner: str = LOCAL_NAME,
 ) -> StoredPlan:
     """Store a plan and return it as stored.
 
@@ -99,6 +106,7 @@ def save_plan(
         task_count=len(plan.tasks),
         chunk_count=len(plan.chunks()),
         consensus=consensus,
+        owner=owner,
     )
     write_atomic(folder / "plan.json", plan.model_dump_json(indent=2))
     write_atomic(folder / "plan.md", markdown)
@@ -110,16 +118,16 @@ def save_plan(
     )
 
 
-def get_plan(state_dir: Path, plan_id: str) -> StoredPlan:
-    """A stored plan by id, or the newest one for ``"latest"``.
+def get_plan(state_dir: Path, plan_id: str, who: Principal = LOCAL) -> StoredPlan:
+    """A stored plan by id, or the newest one `who` may see for ``"latest"``.
 
     Raises `InputError` for a malformed or unknown id (listing the newest ids), or when
-    ``"latest"`` is asked for and no plan exists yet.
+    ``"latest"`` is asked for and no plan exists yet. A plan of another user is unknown.
     """
     root = plans_dir(Path(state_dir))
     wanted = plan_id.strip() if isinstance(plan_id, str) else ""
     if wanted.lower() == LATEST:
-        newest = _metadata_newest_first(root)
+        newest = _metadata_newest_first(root, who)
         if not newest:
             raise InputError(
                 f"no plans are stored in {root} yet: make one with the `plan` tool or "
@@ -128,12 +136,12 @@ def get_plan(state_dir: Path, plan_id: str) -> StoredPlan:
         wanted = newest[0].plan_id
     _check_id(wanted)
     folder = root / wanted
-    if not (folder / "metadata.json").is_file():
-        known = [m.plan_id for m in _metadata_newest_first(root)[:5]]
+    metadata = _metadata(folder)
+    if metadata is None or not who.may_see(metadata.owner):
+        known = [m.plan_id for m in _metadata_newest_first(root, who)[:5]]
         listing = f"newest plans: {', '.join(known)}" if known else "no plans are stored yet"
         raise InputError(f"no plan {wanted!r} in {root} ({listing}); or use 'latest'")
     try:
-        metadata = PlanMetadata.model_validate_json((folder / "metadata.json").read_bytes())
         plan = Plan.model_validate_json((folder / "plan.json").read_bytes())
         markdown = (folder / "plan.md").read_text(encoding="utf-8")
     except (OSError, ValidationError) as e:
@@ -144,14 +152,14 @@ def get_plan(state_dir: Path, plan_id: str) -> StoredPlan:
     )
 
 
-def list_plans(state_dir: Path, limit: int = 20) -> list[PlanSummary]:
-    """Stored plans, newest first (at most `limit`)."""
+def list_plans(state_dir: Path, limit: int = 20, who: Principal = LOCAL) -> list[PlanSummary]:
+    """Stored plans `who` may see, newest first (at most `limit`)."""
     return [
         PlanSummary(
             plan_id=m.plan_id, goal=m.goal, depth=m.depth, created=m.created,
             task_count=m.task_count, run_id=m.run_id,
         )
-        for m in _metadata_newest_first(plans_dir(Path(state_dir)))[: max(limit, 0)]
+        for m in _metadata_newest_first(plans_dir(Path(state_dir)), who)[: max(limit, 0)]
     ]
 
 
@@ -180,21 +188,23 @@ def _new_folder(root: Path) -> tuple[Path, str, datetime]:
     raise MassgenError(f"could not pick a free plan id in {root}")
 
 
-def _metadata_newest_first(root: Path) -> list[PlanMetadata]:
-    found = []
+def _metadata(folder: Path) -> PlanMetadata | None:
+    """A plan folder's metadata; None for an unfinished save or a damaged file (logged)."""
+    try:
+        return PlanMetadata.model_validate(json.loads((folder / "metadata.json").read_bytes()))
+    except FileNotFoundError:
+        return None  # an unfinished save
+    except (OSError, ValueError) as e:
+        log.warning("skipping damaged plan folder %s: %s", folder, e)
+        return None
+
+
+def _metadata_newest_first(root: Path, who: Principal) -> list[PlanMetadata]:
     try:
         folders = [p for p in root.iterdir() if p.name.startswith("plan_")]
     except FileNotFoundError:
         return []
-    for folder in folders:
-        try:
-            found.append(PlanMetadata.model_validate(
-                json.loads((folder / "metadata.json").read_bytes())
-            ))
-        except FileNotFoundError:
-            continue  # an unfinished save
-        except (OSError, ValueError) as e:
-            log.warning("skipping damaged plan folder %s: %s", folder, e)
+    found = [m for m in map(_metadata, folders) if m is not None and who.may_see(m.owner)]
     # The id sorts by second; the stored time (microseconds) orders plans within a second.
     found.sort(key=lambda m: (m.created, m.plan_id), reverse=True)
     return found
