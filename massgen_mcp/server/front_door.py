@@ -13,6 +13,7 @@ mounts the viewer's routes and the SDK's MCP app:
    SDK's `AuthenticatedUser`, which binds each MCP session to the user who opened it.
 3. **Sessions per user** (2025-11-25 clients): a user may hold `sessions_per_user` open
    sessions; one more is 429 naming the limit, so one token cannot fill the server's table.
+   On the SSE transport a session is an open `GET /sse` stream, counted while it lasts.
 
 Every answer it writes is short plain text (or JSON for MCP clients) with `nosniff`, and
 never echoes the request's URL or headers; `nosniff` is added to every other answer too.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -51,7 +52,8 @@ class FrontDoor:
 
     def __init__(self, app: Any, *, names: frozenset[str], users: Users,
                  viewer_base: str = "/runs", sessions_per_user: int = SESSIONS_PER_USER,
-                 live_sessions: Callable[[], set[str]] | None = None) -> None:
+                 live_sessions: Callable[[], set[str]] | None = None,
+                 sse_path: str | None = None) -> None:
         self.app = app
         self.names = names
         self.users = users
@@ -61,6 +63,9 @@ class FrontDoor:
         self.live_sessions = live_sessions
         self.viewer_sessions: OrderedDict[str, Principal] = OrderedDict()
         self.mcp_sessions: dict[str, str] = {}  # MCP session id -> its user's name
+        #: The SSE transport's stream endpoint, and the streams each user holds open.
+        self.sse_path = sse_path
+        self.sse_streams: Counter[str] = Counter()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -85,6 +90,9 @@ class FrontDoor:
             return await self._unauthorized(send, viewer)
         scope[SCOPE_KEY] = who
         scope["user"] = _sdk_user(who)
+        if (self.sse_path is not None and scope["type"] == "http"
+                and scope.get("method") == "GET" and scope.get("path") == self.sse_path):
+            return await self._sse_stream(scope, receive, send, who)
         if not viewer and scope["type"] == "http":
             refusal = self._session_refusal(scope, who)
             if refusal:
@@ -171,6 +179,22 @@ class FrontDoor:
                 "user is --sessions-per-user); close one (DELETE it) or wait for an idle "
                 "one to time out")
 
+    async def _sse_stream(self, scope: dict[str, Any], receive: Any, send: Send,
+                          who: Principal) -> None:
+        """An SSE session lasts as long as its stream: counted while open, capped per user."""
+        held = self.sse_streams[who.name]
+        if held >= self.sessions_per_user:
+            return await _plain(send, 429, f"user '{who.name}' already holds {held} open MCP "
+                                "sessions (the limit per user is --sessions-per-user); close "
+                                "one (end its stream) first")
+        self.sse_streams[who.name] += 1
+        try:
+            await self.app(scope, receive, _with_nosniff(send))
+        finally:
+            self.sse_streams[who.name] -= 1
+            if self.sse_streams[who.name] <= 0:
+                del self.sse_streams[who.name]
+
     def _watch_sessions(self, send: Send, who: Principal) -> Send:
         async def watching(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -220,7 +244,8 @@ async def _plain(send: Send, status: int, text: str,
 def front_door_app(routes: list[BaseRoute], *, names: frozenset[str], users: Users,
                    mcp_app: Any = None, viewer_base: str = "/runs",
                    sessions_per_user: int = SESSIONS_PER_USER,
-                   live_sessions: Callable[[], set[str]] | None = None) -> Starlette:
+                   live_sessions: Callable[[], set[str]] | None = None,
+                   sse_path: str | None = None) -> Starlette:
     """One app behind one `FrontDoor`: `routes` (the viewer's), then the MCP app mounted at
     the root (its lifespan, which runs the SDK's session manager, becomes this app's)."""
     mounted: list[BaseRoute] = [*routes]
@@ -234,4 +259,4 @@ def front_door_app(routes: list[BaseRoute], *, names: frozenset[str], users: Use
                 return lifespan_context(mcp_app)
     return Starlette(routes=mounted, lifespan=lifespan, middleware=[Middleware(
         FrontDoor, names=names, users=users, viewer_base=viewer_base,
-        sessions_per_user=sessions_per_user, live_sessions=live_sessions)])
+        sessions_per_user=sessions_per_user, live_sessions=live_sessions, sse_path=sse_path)])

@@ -51,6 +51,7 @@ def http_app(mcp: MCPServer, transport: str, host: str, users: Users,
     # the front door replaces it (the SDK still checks the Content-Type of POSTs).
     security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     live: Any = None
+    sse_path = "/sse" if transport == "sse" else None  # the SDK's stream endpoint
     if transport == "sse":
         app = mcp.sse_app(transport_security=security, host=host)
     else:
@@ -61,7 +62,7 @@ def http_app(mcp: MCPServer, transport: str, host: str, users: Users,
 
         live = lambda: open_sessions(mcp)  # noqa: E731  (the SDK forgets idle, closed ones)
     return front_door_app(viewer or [], mcp_app=app, names=served_names(host, allowed_hosts),
-                          users=users, live_sessions=live,
+                          users=users, live_sessions=live, sse_path=sse_path,
                           sessions_per_user=sessions_per_user or SESSIONS_PER_USER)
 
 

@@ -9,8 +9,13 @@ session for the same workspace."""
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
+import anyio
+import anyio.lowlevel
+import httpx
 import pytest
 from mcp_harness import http_server, write_team
 from scripted_provider import ScriptedProvider
@@ -70,3 +75,34 @@ async def test_plans_and_checkpoint_sessions_are_their_users(
         async with client_as(server, tokens["alice"]) as alice:  # still hers, still active
             again = await alice.call_tool("checkpoint_init", init)
             assert again.structured_content["replaced"] is True
+
+
+async def test_sse_streams_are_sessions_capped_per_user(tmp_path: Path) -> None:
+    """On the SSE transport a session is an open `GET /sse` stream: counted while it lasts."""
+    auth = tmp_path / "conf" / "users"
+    tokens = {name: new_token(auth, name) for name in ("alice", "bob")}
+    with http_server(tmp_path, "--auth-file", str(auth), "--sessions-per-user", "2",
+                     transport="sse") as server:
+        def as_user(name: str) -> dict[str, str]:
+            return {"authorization": f"Bearer {tokens[name]}", "accept": "text/event-stream"}
+
+        readers: list[Any] = []  # held: a line reader left to the collector closes its stream
+        async with httpx.AsyncClient(timeout=30) as raw, AsyncExitStack() as streams:
+            async def open_stream(name: str) -> httpx.Response:
+                response = await streams.enter_async_context(
+                    raw.stream("GET", server.url, headers=as_user(name)))
+                if response.status_code == 200:  # the SDK's first event names the endpoint
+                    readers.append(response.aiter_lines())
+                    assert (await anext(readers[-1])).startswith("event: endpoint")
+                return response
+
+            first = await open_stream("alice")
+            assert (await open_stream("alice")).status_code == 200
+            third = await open_stream("alice")
+            assert third.status_code == 429
+            assert "--sessions-per-user" in (await third.aread()).decode()
+            assert (await open_stream("bob")).status_code == 200  # per user
+            await first.aclose()  # alice ends one stream: her place comes back
+            with anyio.fail_after(20):
+                while (await open_stream("alice")).status_code == 429:
+                    await anyio.lowlevel.checkpoint()
