@@ -37,7 +37,7 @@ from massgen_mcp.inputs import secret_file
 from massgen_mcp.messages import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
-    from massgen_mcp.config.team import ContextPath
+    from massgen_mcp.config.orchestration import ContextPath
 
 SERVER = "files"
 LIST, READ, SEARCH = (f"mcp__{SERVER}__{n}" for n in ("list_directory", "read_file",
