@@ -57,10 +57,6 @@ class Progress:
 ProgressFn = Callable[[Progress, str], None]
 
 
-class EvalStopped(Exception):
-    """The budget stopped the eval; the figures cover the items scored before."""
-
-
 async def run_eval(options: EvalOptions, progress: ProgressFn | None = None) -> dict[str, Any]:
     """Run an eval and return its figures (the `--json` document)."""
     if options.record and options.replay:
@@ -119,7 +115,6 @@ def _first_error(group: BaseExceptionGroup[Any]) -> BaseException:
         if isinstance(e, MassgenError):
             return e
     return group
-
 
 
 # ------------------------------------------------------------------------- the run
