@@ -7,6 +7,8 @@ error listing every problem), and renders an accepted answer for the other agent
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -57,7 +59,14 @@ class AnswerFormat(Protocol):
 def tool_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema of `model` for tool parameters: self-contained (no `$ref`/`$defs`),
     without titles, defaults or `additionalProperties`, which some providers reject. An
-    optional field is offered as its type alone: leaving it out already says null."""
+    optional field is offered as its type alone: leaving it out already says null. A copy
+    the caller may change."""
+    return copy.deepcopy(_tool_json_schema(model))
+
+
+@functools.cache
+def _tool_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    # Made once per model: pydantic takes milliseconds, and the schema is offered every turn.
     raw = model.model_json_schema()
     inlined: dict[str, Any] = _inline(raw, raw.get("$defs", {}))
     return inlined
