@@ -4,7 +4,8 @@
   lists them, from the server the package builds (`massgen_mcp.server.generate_catalog`:
   `build_server`, then `tools/list` in memory), so the page says what `tools/list` says.
 - `docs/reference/team-file.md`: every field of a team file, from the JSON schema of the
-  pydantic models in `massgen_mcp/config/team.py`, with the comment each field carries there.
+  pydantic models in `massgen_mcp/config/team.py` and `orchestration.py`, with the comment
+  each field carries there.
 - `docs/reference/cli.md`: every command and option of `massgen-mcp`, from its argument
   parser's actions (not argparse's help text, whose layout changes between Python versions).
 
@@ -199,7 +200,8 @@ def team_page(schema: dict[str, Any], comments: dict[tuple[str, str], str],
               backend_types: list[str], defaults: dict[tuple[str, str], str]) -> str:
     """`defaults`: (model, field) -> the default cell of a field whose default a
     `default_factory` makes (the JSON schema leaves those out)."""
-    out = [HEADER.format(source="the pydantic models of `massgen_mcp/config/team.py`"),
+    out = [HEADER.format(source="the pydantic models of `massgen_mcp/config/team.py` and "
+                                "`orchestration.py`"),
            "# Team file reference\n\n",
            "Every field a team file may set, with its type, default and limits, as the "
            "loader validates them. [Team files](../team-files.md) says what they do and how "
@@ -232,16 +234,16 @@ def team_page(schema: dict[str, Any], comments: dict[tuple[str, str], str],
 def generate_team() -> str:
     from pydantic import BaseModel
 
-    from massgen_mcp.config import team
+    from massgen_mcp.config import orchestration, team
     from massgen_mcp.config.providers import known_type_names
 
     schema = team.TeamConfig.model_json_schema()
     defaults: dict[tuple[str, str], str] = {}
     comments: dict[tuple[str, str], str] = {}
     for name in ["TeamConfig", *schema.get("$defs", {})]:
-        model = getattr(team, name)
+        model = getattr(team, name, None) or getattr(orchestration, name)
         assert issubclass(model, BaseModel)
-        # The comments of the module that defines the model (team.py may re-export it).
+        # The comments of the module that defines the model (or a class it inherits from).
         source = Path(inspect.getfile(model)).read_text(encoding="utf-8")
         comments.update({k: v for k, v in field_comments(source).items() if k[0] == name})
         for field, info in model.model_fields.items():

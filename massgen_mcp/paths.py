@@ -33,14 +33,6 @@ def name_problem(name: object) -> str | None:
     return None
 
 
-def check_name(name: str, what: str) -> str:
-    """`name`, or ValueError saying which `what` is not a safe name and why."""
-    problem = name_problem(name)
-    if problem is not None:
-        raise ValueError(f"{what} {name!r} {problem}: it names a directory of the run")
-    return name
-
-
 def inside(base: Path, path: Path, what: str) -> Path:
     """`path` resolved, or ValueError when it is not under `base` (resolved too)."""
     real = path.resolve()

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from massgen_mcp.coordination.answers import AnswerRejected
@@ -14,6 +15,7 @@ from massgen_mcp.errors import InputError
 from massgen_mcp.hook import active
 from massgen_mcp.hook.policy import POLICY, builtin_criteria, merge_criteria
 from massgen_mcp.modes.checkpoint.answer_format import CheckpointAnswerFormat, render_plan
+from massgen_mcp.modes.checkpoint.models import KINDS, ApprovedAction, Step
 from massgen_mcp.modes.checkpoint.prompt import review_task, tool_signature
 from massgen_mcp.modes.checkpoint.schema import validate_checkpoint_plan
 from massgen_mcp.modes.checkpoint.store import (
@@ -324,6 +326,32 @@ def test_answer_format_schema_is_inline_and_parses() -> None:
     assert parsed.data["steps"][2]["approved_action"]["tool"] == "deploy"
     assert fmt.render(parsed) == parsed.text
     assert "<executor-fills:" in fmt.instructions() and fmt.noun == "checkpoint plan"
+
+
+def test_tool_schema_is_generated_from_the_models() -> None:
+    """The `plan` schema offers exactly the models' fields with their descriptions, asks for
+    what a plan should give, and agrees with validation on what a plan is."""
+    plan_schema = CheckpointAnswerFormat(TOOLS, GOALS).tool_parameters()["properties"]["plan"]
+    step = plan_schema["properties"]["steps"]["items"]
+    action = step["properties"]["approved_action"]
+    for schema, model in ((step, Step), (action, ApprovedAction)):
+        assert list(schema["properties"]) == list(model.model_fields)
+        described = {name: f.description for name, f in model.model_fields.items()
+                     if f.description}
+        assert described and all(schema["properties"][name]["description"] == text
+                                 for name, text in described.items())
+    assert step["properties"]["kind"]["enum"] == list(KINDS)
+    assert step["required"] == ["step", "kind", "description", "preconditions", "touches",
+                                "recovery"]
+    assert action["required"] == ["goal_id", "tool", "args"]
+    any_tool = CheckpointAnswerFormat([], GOALS).tool_parameters()
+    jsonschema.validate({"plan": good_plan()}, any_tool)
+    broken = good_plan()
+    del broken["steps"][0]["kind"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"plan": broken}, any_tool)
+    with pytest.raises(AnswerRejected):
+        validate(broken)
 
 
 def test_answer_format_accepts_json_string_and_bare_steps() -> None:

@@ -60,14 +60,8 @@ def test_the_tools_reference_lists_every_tool_the_server_lists() -> None:
 
 
 def test_the_team_file_reference_covers_every_field_of_the_models() -> None:
-    from massgen_mcp.config.team import (
-        AgentConfig,
-        BackendConfig,
-        ContextPath,
-        MCPServerConfig,
-        OrchestratorConfig,
-        TeamConfig,
-    )
+    from massgen_mcp.config.orchestration import ContextPath, OrchestratorConfig
+    from massgen_mcp.config.team import AgentConfig, BackendConfig, MCPServerConfig, TeamConfig
 
     page = (DOCS / "reference" / "team-file.md").read_text(encoding="utf-8")
     for model in (TeamConfig, AgentConfig, BackendConfig, MCPServerConfig, OrchestratorConfig,

@@ -12,7 +12,7 @@ from scripted_provider import Call, Reply, ScriptRequest, ToolCalls, answer, vot
 
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
-from massgen_mcp.config.team import ContextPath
+from massgen_mcp.config.orchestration import ContextPath
 from massgen_mcp.messages import ToolCall
 from massgen_mcp.tools.files import LIST, READ, SEARCH, FileToolbox, roots_from
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
+from massgen_mcp.config.orchestration import ContextPath as TeamContextPath
 from massgen_mcp.config.protected import is_protected, normalize, normalize_all
-from massgen_mcp.config.team import ContextPath as TeamContextPath
 from massgen_mcp.coordination.result import RunResult, WinnerInfo
 from massgen_mcp.messages import ToolCall
 from massgen_mcp.runs.workspace import ContextPath, Workspaces

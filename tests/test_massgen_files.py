@@ -17,7 +17,7 @@ from scripted_provider import ScriptedProvider, Text
 from massgen_mcp.backends import create_backend
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import load_team_file
-from massgen_mcp.config.team import VOTING_SENSITIVITY
+from massgen_mcp.config.orchestration import VOTING_SENSITIVITY
 from massgen_mcp.errors import ConfigError, MissingKeyError
 from massgen_mcp.messages import user
 from massgen_mcp.runs.engine import Engine

@@ -164,6 +164,7 @@ def test_a_build_that_fails_leaves_the_listing_and_is_tried_again() -> None:
 
 RUN_ONLY = ("massgen_mcp.runs.engine", "massgen_mcp.coordination.orchestrator",
             "massgen_mcp.coordination.result", "massgen_mcp.config.team",
+            "massgen_mcp.config.orchestration",
             "massgen_mcp.server.tools", "massgen_mcp.server.mode_tools", "openai", "anthropic",
             "google.genai", "yaml")
 LIST_ONLY = f"""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -178,6 +178,18 @@ def bad_reply_error(spec: AgentSpec, detail: str) -> TransientBackendError:
         f"{spec.provider.name}/{spec.model}: unexpected reply from the provider "
         f"({_clip(redact(detail, spec), 200)}); retry, or check base_url points at a "
         "compatible endpoint", provider=spec.provider.name, model=spec.model)
+
+
+@contextmanager
+def reading_reply(spec: AgentSpec,
+                  redact_detail: Callable[[str], str] | None = None) -> Iterator[None]:
+    """A 200 whose body is not the reply a reader expects (an HTML page, a list, a null
+    message) becomes a transient "unexpected reply" error; `redact_detail` cleans its text."""
+    try:
+        yield
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
+        detail = f"{type(e).__name__}: {e}"
+        raise bad_reply_error(spec, redact_detail(detail) if redact_detail else detail) from None
 
 
 @contextmanager

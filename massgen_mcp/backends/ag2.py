@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from massgen_mcp.backends._common import (
-    bad_reply_error,
     count,
+    reading_reply,
     stainless_errors,
     timeout_error,
     tool_call,
@@ -155,7 +155,6 @@ class AG2Backend:
         # Errors name the first entry's key variable when a key is refused.
         self._error_spec = dataclasses.replace(spec, provider=dataclasses.replace(
             spec.provider, key_env=entries[0].key_env))
-        self._endpoint = entries[0].endpoint
 
     def _entry(self, e: LLMEntry, index: int) -> dict[str, Any]:
         b = self._spec.backend
@@ -196,10 +195,8 @@ class AG2Backend:
             self._free.append(client)
             raise
         self._free.append(client)
-        try:
+        with reading_reply(self._spec, self._redact):
             return self._read(client, response)
-        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
-            raise bad_reply_error(self._spec, self._redact(f"{type(e).__name__}: {e}")) from None
 
     def _create(self, client: Any, config: dict[str, Any]) -> Any:
         import openai

@@ -16,8 +16,8 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.backends._common import (
-    bad_reply_error,
     count,
+    reading_reply,
     ssl_context,
     stainless_errors,
     tool_call,
@@ -58,11 +58,8 @@ class AnthropicBackend:
         params = self._params(messages, tools)
         with _api_errors(self._spec):
             response = await self._client.messages.create(**params)
-        try:
+        with reading_reply(self._spec):
             return _read_reply(response)
-        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
-            # a 200 whose body is not a message (an HTML page, a list, null content)
-            raise bad_reply_error(self._spec, f"{type(e).__name__}: {e}") from None
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -24,6 +24,7 @@ from massgen_mcp.backends._common import (
     bad_reply_error,
     connection_error,
     count,
+    reading_reply,
     ssl_context,
     status_error,
     timeout_error,
@@ -120,10 +121,8 @@ class GeminiBackend:
         with _api_errors(self._spec):
             response = await self._client.aio.models.generate_content(
                 model=self.model, contents=contents, config=config)
-        try:
+        with reading_reply(self._spec):
             return _read_reply(response)
-        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
-            raise bad_reply_error(self._spec, f"{type(e).__name__}: {e}") from None
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()

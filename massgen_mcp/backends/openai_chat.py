@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from massgen_mcp.backends._common import (
     AZURE_API_VERSION,
     TOOL_ERROR_PREFIX,
-    bad_reply_error,
     count,
+    reading_reply,
     ssl_context,
     stainless_errors,
     tool_call,
@@ -77,11 +77,8 @@ class OpenAIChatBackend:
             # its TypedDicts, a third of the SDK's CPU per call, for nothing.
             response = await self._client.post("/chat/completions", body=params,
                                                cast_to=ChatCompletion)
-        try:
+        with reading_reply(self._spec):
             return _read_reply(response)
-        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as e:
-            # a 200 whose body is not a chat completion (an HTML page, a list, a null message)
-            raise bad_reply_error(self._spec, f"{type(e).__name__}: {e}") from None
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -20,7 +20,7 @@ from typing import Any
 
 
 def add_checkpoint_parsers(sub: Any) -> None:
-    from massgen_mcp.cli.progress import positive_seconds
+    from massgen_mcp.cli.progress import add_progress_options
 
     init = sub.add_parser(
         "checkpoint-init", help="store a checkpoint session (the checkpoint_init tool)",
@@ -65,9 +65,7 @@ def add_checkpoint_parsers(sub: Any) -> None:
     ckpt.add_argument("--team", default=None, help="reviewer team name or YAML path "
                                                    "(default: the bundled checkpoint team)")
     ckpt.add_argument("--json", action="store_true", help="print the result as JSON")
-    ckpt.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    ckpt.add_argument("--heartbeat", type=positive_seconds, default=10.0, metavar="SECONDS",
-                      help="after this long without news, say who is still working")
+    add_progress_options(ckpt)
     ckpt.add_argument("--state-dir", default=None, help="where sessions and runs are kept")
 
 

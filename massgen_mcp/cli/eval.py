@@ -59,7 +59,7 @@ def eval_main(args: argparse.Namespace) -> int:
     import anyio
 
     from massgen_mcp.errors import MassgenError
-    from massgen_mcp.eval.run import EvalOptions, run_eval
+    from massgen_mcp.eval import EvalOptions, run_eval
 
     bar = None if args.quiet else _Bar()
     try:

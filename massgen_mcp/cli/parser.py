@@ -14,7 +14,7 @@ import re
 from typing import Any, NoReturn
 
 from massgen_mcp import __version__
-from massgen_mcp.cli.progress import positive_seconds
+from massgen_mcp.cli.progress import add_progress_options, positive_seconds
 
 
 class Parser(argparse.ArgumentParser):
@@ -200,9 +200,7 @@ def team_options(p: argparse.ArgumentParser) -> None:
                    metavar="STANCE", help="for, against, neutral or an instruction, one per "
                    "agent in team order (or agent_id=stance); repeatable")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
-    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.add_argument("--heartbeat", type=positive_seconds, default=10.0, metavar="SECONDS",
-                   help="after this long without news, say who is still working (default 10)")
+    add_progress_options(p)
     p.add_argument("--state-dir", default=None, help="where the run record is written")
 
 

@@ -38,6 +38,14 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def add_progress_options(p: Any) -> None:
+    """`--quiet` and `--heartbeat`: how a command that waits for a run reports on stderr."""
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--heartbeat", type=positive_seconds, default=HEARTBEAT_SECONDS,
+                   metavar="SECONDS", help="after this long without news, say who is still "
+                   f"working (default {HEARTBEAT_SECONDS:g})")
+
+
 def _tone(kind: str) -> str:
     if kind in ("answer", "new_answer"):
         return "answer"

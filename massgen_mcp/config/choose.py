@@ -64,9 +64,6 @@ def no_models_help(vocab: Vocabulary = MCP) -> str:
             f"Run `{own_command()} doctor` to see what is available.")
 
 
-NO_MODELS_HELP = no_models_help()
-
-
 #: A default team on a single provider is not three copies of one configuration: its agents
 #: use these models of that provider, ...
 SINGLE_PROVIDER_MODELS = {

@@ -17,7 +17,8 @@ from pydantic import BaseModel
 
 from massgen_mcp.config.ag2 import AG2_BACKEND_KEYS, is_ag2
 from massgen_mcp.config.ag2 import losses as ag2_losses
-from massgen_mcp.config.team import VOTING_SENSITIVITY, TeamConfig
+from massgen_mcp.config.orchestration import VOTING_SENSITIVITY
+from massgen_mcp.config.team import TeamConfig
 
 if TYPE_CHECKING:
     from massgen_mcp.config.providers import Provider

@@ -1,6 +1,6 @@
 """The orchestrator knobs for big teams and for how independent a decision must be.
 
-Mixed into `OrchestratorConfig` (team.py), so a team file sets them under `orchestrator:`:
+Mixed into `OrchestratorConfig` (orchestration.py), so a team file sets them under `orchestrator:`:
 
     orchestrator:
       reviewers_per_agent: 4        # above all_to_all_max_agents, each agent reads 4 answers

@@ -7,8 +7,12 @@ error listing every problem), and renders an accepted answer for the other agent
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from pydantic import BaseModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,44 @@ class AnswerFormat(Protocol):
     def instructions(self) -> str:
         """Extra task instructions for this kind of answer ("" for none)."""
         ...
+
+
+def tool_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of `model` for tool parameters: self-contained (no `$ref`/`$defs`),
+    without titles, defaults or `additionalProperties`, which some providers reject. An
+    optional field is offered as its type alone: leaving it out already says null. A copy
+    the caller may change."""
+    return copy.deepcopy(_tool_json_schema(model))
+
+
+@functools.cache
+def _tool_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    # Made once per model: pydantic takes milliseconds, and the schema is offered every turn.
+    raw = model.model_json_schema()
+    inlined: dict[str, Any] = _inline(raw, raw.get("$defs", {}))
+    return inlined
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_inline(n, defs) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return _inline(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    choices = [c for c in node.get("anyOf", []) if c != {"type": "null"}]
+    if len(choices) == 1 and len(node["anyOf"]) == 2:
+        rest = {k: v for k, v in node.items() if k != "anyOf"}
+        return {**_inline(choices[0], defs), **_inline(rest, defs)}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("$defs", "title", "default", "additionalProperties"):
+            continue
+        if key == "properties":
+            out[key] = {name: _inline(sub, defs) for name, sub in value.items()}
+        else:
+            out[key] = _inline(value, defs)
+    return out
 
 
 _ANSWER_KEYS = frozenset({"answer", "text", "response", "final_answer", "message", "result"})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from massgen_mcp.config.team import OrchestratorConfig
+from massgen_mcp.config.orchestration import OrchestratorConfig
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.limits import call_deadline
 from massgen_mcp.messages import Usage

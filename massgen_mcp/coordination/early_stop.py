@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from massgen_mcp.config.team import OrchestratorConfig
+from massgen_mcp.config.orchestration import OrchestratorConfig
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.agreement import agreement_of, decided, split_problem
 from massgen_mcp.coordination.result import candidates, current_votes, pick_winner

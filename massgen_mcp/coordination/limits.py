@@ -13,7 +13,7 @@ it until the run's own time limit. So every call has
 
 from __future__ import annotations
 
-from massgen_mcp.config.team import OrchestratorConfig
+from massgen_mcp.config.orchestration import OrchestratorConfig
 
 #: Output tokens per call by the kind of answer (the answer format's noun). A text answer
 #: is an essay at most; a deep plan lists up to 200 tasks.

@@ -14,6 +14,7 @@ from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.answers import AnswerFormat, AnswerRejected, ParsedAnswer
 from massgen_mcp.coordination.converse import RunHooks, converse
+from massgen_mcp.coordination.echo import schema_texts
 from massgen_mcp.coordination.faithful import (
     KEEP_SHARE,
     MAX_REPETITION,
@@ -41,16 +42,7 @@ _PROTOCOL_MARKS = ("<ORIGINAL MESSAGE>", "<CURRENT ANSWERS", "<ALL ANSWERS>", "<
 
 
 def _schema_texts(fmt: AnswerFormat) -> set[str]:
-    texts = {fmt.tool_description()}
-    stack: list[object] = [fmt.tool_parameters()]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if isinstance(node.get("description"), str):
-                texts.add(node["description"])
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+    texts = schema_texts([new_answer_tool(fmt)])
     return {normalized(t).strip(" .") for t in texts if t}
 
 

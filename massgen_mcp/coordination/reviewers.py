@@ -23,7 +23,7 @@ import random
 
 from pydantic import BaseModel, Field
 
-from massgen_mcp.config.team import OrchestratorConfig
+from massgen_mcp.config.orchestration import OrchestratorConfig
 from massgen_mcp.coordination.agent import AgentState
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import anyio
 
-from massgen_mcp.config.team import OrchestratorConfig
+from massgen_mcp.config.orchestration import OrchestratorConfig
 from massgen_mcp.coordination.agent import AgentState
 
 CutOff = Callable[[AgentState, str], None]

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from massgen_mcp.config.team import OrchestratorConfig
+from massgen_mcp.config.orchestration import OrchestratorConfig
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.answers import AnswerFormat

@@ -13,8 +13,6 @@ interrupted eval started again with the same arguments runs only what is left.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import time
 from collections import Counter
@@ -27,7 +25,17 @@ import anyio
 
 from massgen_mcp.errors import BackendError, InputError
 from massgen_mcp.eval.exchanges import Members, ReplayMiss, check_cassette
-from massgen_mcp.eval.scoring import ArmOutcome, summarize
+from massgen_mcp.eval.figures import Records, best_member, figures
+from massgen_mcp.eval.latency import Latencies
+from massgen_mcp.eval.prepare import (
+    EvalOptions,
+    choose_arms,
+    eval_dir,
+    prices_of,
+    team_from_cassette,
+    write_team,
+)
+from massgen_mcp.eval.scoring import ArmOutcome
 from massgen_mcp.eval.suites import Item, Suite, load_suite
 from massgen_mcp.messages import system, user
 from massgen_mcp.paths import open_private
@@ -35,29 +43,8 @@ from massgen_mcp.paths import open_private
 if TYPE_CHECKING:
     from massgen_mcp.config.team import AgentSpec, Team
 
-ARMS = ("solo", "best-solo", "self-consistency", "team", "oracle")
 # A-priori sizes of one call, for the budget check before anything was spent.
 _OVERHEAD_TOKENS, _OUTPUT_TOKENS = 1500, 600
-
-
-@dataclass
-class EvalOptions:
-    """What `massgen-mcp eval` takes (see its --help)."""
-
-    suite: str
-    models: str | None = None
-    team: str | None = None
-    arms: list[str] | None = None
-    limit: int | None = None
-    max_cost_usd: float | None = None
-    concurrency: int = 2
-    record: Path | None = None
-    replay: Path | None = None
-    seed: int = 0
-    checker: str | None = None
-    state_dir: Path | None = None
-    fresh: bool = False
-    levels: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -68,10 +55,6 @@ class Progress:
 
 
 ProgressFn = Callable[[Progress, str], None]
-
-
-class EvalStopped(Exception):
-    """The budget stopped the eval; the figures cover the items scored before."""
 
 
 async def run_eval(options: EvalOptions, progress: ProgressFn | None = None) -> dict[str, Any]:
@@ -91,17 +74,17 @@ async def run_eval(options: EvalOptions, progress: ProgressFn | None = None) -> 
     cassette = None
     if options.replay:
         cassette = check_cassette(options.replay, replay=True)
-        team = _team_from_cassette(cassette)
+        team = team_from_cassette(cassette)
     else:
         probe = App(options.state_dir, vocabulary=CLI)
         team = await probe.team_for(models=options.models, team=options.team)
         if options.record:
             cassette = options.record
-    arms = _choose_arms(options.arms, team)
-    home = _eval_dir(options, suite, team, arms, cassette)
+    arms = choose_arms(options.arms, team)
+    home = eval_dir(options, suite, team, arms, cassette)
     if options.record:
         check_cassette(options.record, replay=False, resuming=(home / "items.jsonl").exists())
-        _write_team(options.record, team)
+        write_team(options.record, team)
     app = App(home / "runs", vocabulary=CLI)
     from massgen_mcp.redaction import Redactor, configured_secrets
 
@@ -110,7 +93,7 @@ async def run_eval(options: EvalOptions, progress: ProgressFn | None = None) -> 
     redactor = Redactor(configured_secrets(team, app.env))
     members = Members(team, cassette, replay=options.replay is not None,
                       redact=redactor.value)
-    prices = _prices(team, options.max_cost_usd)
+    prices = prices_of(team, options.max_cost_usd)
     runner = _Runner(suite, team, arms, app, members, prices, home, options, progress)
     runner.redact = redactor.value
     try:
@@ -134,97 +117,6 @@ def _first_error(group: BaseExceptionGroup[Any]) -> BaseException:
     return group
 
 
-# ------------------------------------------------------------------------- set-up
-
-
-def _choose_arms(asked: list[str] | None, team: Team) -> set[str]:
-    ids = [a.id for a in team.agents]
-    if not asked:
-        return {*(f"solo:{i}" for i in ids), "best-solo", "self-consistency", "team", "oracle"}
-    chosen: set[str] = set()
-    for name in asked:
-        if name == "solo":
-            chosen |= {f"solo:{i}" for i in ids}
-        elif name.startswith("solo:"):
-            if name[5:] not in ids:
-                raise InputError(f"--arms: {name}: the team has no agent {name[5:]!r} "
-                                 f"(its agents: {', '.join(ids)})")
-            chosen.add(name)
-        elif name in ARMS:
-            chosen.add(name)
-        else:
-            raise InputError(f"--arms: unknown arm {name!r}; the arms are solo, "
-                             "solo:<agent_id>, best-solo, self-consistency, team, oracle")
-    return chosen
-
-
-def _eval_dir(options: EvalOptions, suite: Suite, team: Team, arms: set[str],
-              cassette: Path | None) -> Path:
-    """Where scored items are kept: inside the recording, a fresh temporary place for a
-    replay (a replay always re-scores), else under the state directory by fingerprint."""
-    import tempfile
-
-    if options.replay:
-        return Path(tempfile.mkdtemp(prefix="massgen-eval-replay-"))
-    if options.record:
-        home = options.record
-    else:
-        from massgen_mcp.paths import state_dir
-
-        ident = json.dumps([suite.name, [i.id for i in suite.items],
-                            [(a.id, a.provider.name, a.model) for a in team.agents],
-                            sorted(arms)])
-        digest = hashlib.sha256(ident.encode()).hexdigest()[:12]
-        home = (options.state_dir or state_dir()) / "evals" / f"{suite.name}-{digest}"
-    if options.fresh and (home / "items.jsonl").exists():
-        (home / "items.jsonl").unlink()
-    home.mkdir(parents=True, exist_ok=True)
-    return home
-
-
-def _write_team(cassette: Path, team: Team) -> None:
-    from massgen_mcp.config.prices import FREE, agent_price
-    from massgen_mcp.paths import write_atomic
-
-    data = {"name": team.name, "source": team.source,
-            "orchestrator": team.orchestrator.model_dump(mode="json"),
-            "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model,
-                        "system_message": a.system_message,
-                        "local": agent_price(a) == FREE} for a in team.agents]}
-    write_atomic(cassette / "team.json", json.dumps(data, indent=2, sort_keys=True))
-
-
-def _team_from_cassette(cassette: Path) -> Team:
-    from massgen_mcp.config.providers import PROVIDERS, Provider
-    from massgen_mcp.config.team import AgentSpec, BackendConfig, OrchestratorConfig
-    from massgen_mcp.config.team import Team as TeamType
-
-    data = json.loads((cassette / "team.json").read_text(encoding="utf-8"))
-    agents = []
-    for a in data["agents"]:
-        provider = PROVIDERS.get(a["provider"]) or Provider(a["provider"], "function")
-        if a.get("local"):  # priced as it was recorded: free (a server on that machine)
-            provider = dataclasses.replace(provider, local=True)
-        agents.append(AgentSpec(a["id"], provider, a["model"],
-                                BackendConfig.model_validate({"type": "function",
-                                                              "model": a["model"]}),
-                                None, None, a.get("system_message")))
-    return TeamType(data["name"], tuple(agents),
-                    OrchestratorConfig.model_validate(data["orchestrator"]),
-                    f"replay:{cassette}")
-
-
-def _prices(team: Team, budget: float | None) -> dict[str, Any]:
-    from massgen_mcp.config.prices import agent_price
-
-    prices = {a.id: agent_price(a) for a in team.agents}
-    unknown = [a.label for a in team.agents if prices[a.id] is None]
-    if budget is not None and unknown:
-        raise InputError(f"--max-cost-usd cannot be enforced: no price is known for "
-                         f"{', '.join(unknown)} (see list_backends for the price table)")
-    return prices
-
-
 # ------------------------------------------------------------------------- the run
 
 
@@ -235,8 +127,8 @@ class _Runner:
         self.suite, self.team, self.arms, self.app = suite, team, arms, app
         self.members, self.prices, self.home, self.options = members, prices, home, options
         self.progress = progress
-        self.records: dict[str, dict[str, Any]] = {}  # item id -> {arm: outcome json}
-        self.latency = _Latencies(options.record or options.replay)
+        self.records: Records = {}
+        self.latency = Latencies(options.record or options.replay)
         if options.replay:
             self.latency.load_for_replay()
         self.spent = 0.0
@@ -337,7 +229,9 @@ class _Runner:
                 tg.start_soon(one, item)
         if "self-consistency" in self.arms:
             await self._phase2()
-        return self._figures()
+        notes = [e for m in self.members.members.values() for e in m.errors]
+        return figures(self.suite, self.team, self.arms, self.records, sc_k=self.sc_k,
+                       stopped=self.stopped, notes=notes)
 
     def _tell(self, state: Progress, what: str) -> None:
         if self.progress is not None:
@@ -415,18 +309,12 @@ class _Runner:
         return outcome
 
     # -- phase 2: self-consistency on the best member, at the team's budget
-    def best_member(self) -> AgentSpec:
-        def right(agent: AgentSpec) -> int:
-            return sum(bool(r.get(f"solo:{agent.id}", {}).get("right"))
-                       for r in self.records.values())
-        return max(self.team.agents, key=right)  # max keeps the first of equals: config order
-
     def _k(self) -> int:
         calls = [r["team"]["calls"] for r in self.records.values() if "team" in r]
         return max(1, round(sum(calls) / len(calls))) if calls else self.sc_k
 
     async def _phase2(self) -> None:
-        best, k = self.best_member(), self._k()
+        best, k = best_member(self.team, self.records), self._k()
         self.sc_k = k
         done = [i for i in self.suite.items
                 if i.id in self.records and f"solo:{best.id}" in self.records[i.id]
@@ -470,90 +358,3 @@ class _Runner:
                           sum(o.output_tokens for o in outcomes),
                           None if None in costs else sum(c or 0.0 for c in costs),
                           sum(o.latency_s for o in outcomes))
-
-    # -- figures
-    def _figures(self) -> dict[str, Any]:
-        ids = [i.id for i in self.suite.items if i.id in self.records]
-        arms: dict[str, Any] = {}
-        per_arm: dict[str, list[ArmOutcome]] = {}
-        for name in sorted({a for r in self.records.values() for a in r}):
-            per_arm[name] = [ArmOutcome.from_json(self.records[i][name]) for i in ids
-                             if name in self.records[i]]
-        solos = [f"solo:{a.id}" for a in self.team.agents]
-        if all(s in per_arm for s in solos) and self.solo_needed:
-            oracle = []
-            for i in ids:
-                rs = [ArmOutcome.from_json(self.records[i][s]) for s in solos
-                      if s in self.records[i]]
-                if len(rs) == len(solos):
-                    oracle.append(ArmOutcome(any(r.right for r in rs), "",
-                                             sum(r.calls for r in rs),
-                                             sum(r.input_tokens for r in rs),
-                                             sum(r.output_tokens for r in rs),
-                                             None if any(r.cost_usd is None for r in rs)
-                                             else sum(r.cost_usd or 0.0 for r in rs),
-                                             max(r.latency_s for r in rs)))
-            if "oracle" in self.arms:
-                per_arm["oracle"] = oracle
-            if "best-solo" in self.arms:
-                best = self.best_member()
-                per_arm["best-solo"] = per_arm[f"solo:{best.id}"]
-        for name, outcomes in per_arm.items():
-            if name.startswith("solo:") and name not in self.arms:
-                continue
-            arms[name] = summarize(outcomes)
-        if "best-solo" in arms:
-            arms["best-solo"]["member"] = self.best_member().id
-            arms["best-solo"]["note"] = "the best member, chosen after the fact"
-        if "self-consistency" in arms:
-            arms["self-consistency"]["member"] = self.best_member().id
-            arms["self-consistency"]["k"] = self.sc_k
-        gap = None
-        if "oracle" in arms and "team" in arms and arms["team"]["accuracy"] is not None:
-            gap = round(arms["oracle"]["accuracy"] - arms["team"]["accuracy"], 4)
-        items = []
-        for item in self.suite.items:
-            if item.id not in self.records:
-                continue
-            row: dict[str, Any] = {"id": item.id, "level": item.level,
-                                   "expected": item.expected}
-            row["arms"] = {a: self.records[item.id][a] for a in sorted(self.records[item.id])}
-            items.append(row)
-        notes = [e for m in self.members.members.values() for e in m.errors]
-        return {"suite": self.suite.name, "team": [a.label for a in self.team.agents],
-                "arms": arms, "selection_gap": gap, "stopped": self.stopped,
-                "items_total": len(self.suite.items), "items_scored": len(ids),
-                "notes": notes, "items": items}
-
-
-class _Latencies:
-    """Latencies are measured live and kept with a recording, so a replay reports the
-    recorded ones (a replay answers at once; its scores must be the recording's)."""
-
-    def __init__(self, cassette: Path | None) -> None:
-        self.path = cassette / "latency.jsonl" if cassette else None
-        self.recorded: dict[tuple[str, str], float] = {}
-        self.replaying = False
-
-    def load_for_replay(self) -> None:
-        self.replaying = True
-        if self.path and self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                row = json.loads(line)
-                self.recorded[(row["item"], row["arm"])] = row["seconds"]
-
-    def get(self, item: str, arm: str, measured: float) -> float:
-        if self.replaying:
-            return self.recorded.get((item, arm), 0.0)
-        self.recorded[(item, arm)] = round(measured, 3)
-        return round(measured, 3)
-
-    def save(self, item: str, outcomes: dict[str, ArmOutcome]) -> None:
-        if self.replaying or self.path is None:
-            return
-        with open_private(self.path) as f:
-            for key, seconds in list(self.recorded.items()):
-                if key[0].split("#", 1)[0] == item:
-                    f.write(json.dumps({"item": key[0], "arm": key[1],
-                                        "seconds": seconds}) + "\n")
-                    del self.recorded[key]

@@ -8,6 +8,8 @@ imported when it is read.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from mcp.server.mcpserver import MCPServer
@@ -18,6 +20,15 @@ from massgen_mcp.server.users import asking
 
 if TYPE_CHECKING:
     from massgen_mcp.app import App
+
+
+@contextmanager
+def _not_found() -> Iterator[None]:
+    """Our errors reading a run (no such run, another user's) as the SDK's "not found"."""
+    try:
+        yield
+    except MassgenError as e:
+        raise ResourceNotFoundError(str(e)) from None
 
 
 def register_index(mcp: MCPServer, app: App) -> None:
@@ -45,19 +56,15 @@ def register_run_resources(mcp: MCPServer, app: App) -> None:
                   description="A run's status and result (JSON); an index of its pages when "
                               "it is too large for one message.")
     def run_resource(run_id: str) -> str:
-        try:
+        with _not_found():
             return whole_or_index(f"massgen://runs/{run_id}", record(run_id))
-        except MassgenError as e:
-            raise ResourceNotFoundError(str(e)) from None
 
     @mcp.resource("massgen://runs/{run_id}/answer", name="run-answer",
                   mime_type="text/markdown",
                   description="A run's whole final answer (Markdown text).")
     def run_answer(run_id: str) -> str:
-        try:
+        with _not_found():
             result = app.get_run(run_id, asking())
-        except MassgenError as e:
-            raise ResourceNotFoundError(str(e)) from None
         if result.final_answer is None:
             raise ResourceNotFoundError(f"run {run_id} has no final answer (status "
                                         f"{result.status})")
@@ -70,11 +77,9 @@ def register_run_resources(mcp: MCPServer, app: App) -> None:
         from massgen_mcp.runs.view.model import load_run_view
         from massgen_mcp.runs.view.page import run_main
 
-        try:
+        with _not_found():
             live = app.live_run(run_id, asking())
             view = load_run_view(app.store, run_id, live.snapshot() if live else None)
-        except MassgenError as e:
-            raise ResourceNotFoundError(str(e)) from None
         state = "live" if view.live else "done"
         return f'<div data-state="{state}">{run_main(view)}</div>'
 
@@ -83,10 +88,8 @@ def register_run_resources(mcp: MCPServer, app: App) -> None:
                   description="A run's coordination events, one JSON object per line; an "
                               "index of its pages when too large for one message.")
     def run_events(run_id: str) -> str:
-        try:
+        with _not_found():
             return whole_or_index(f"massgen://runs/{run_id}/events", events(run_id))
-        except MassgenError as e:
-            raise ResourceNotFoundError(str(e)) from None
 
     register_result_pages(mcp, record, events)
 

@@ -35,9 +35,10 @@ from massgen_mcp.config.protected import is_protected, normalize_all
 from massgen_mcp.hook.scope import secret_kind
 from massgen_mcp.inputs import secret_file
 from massgen_mcp.messages import ToolCall, ToolSpec
+from massgen_mcp.tools.stacked import StackedToolbox
 
 if TYPE_CHECKING:
-    from massgen_mcp.config.team import ContextPath
+    from massgen_mcp.config.orchestration import ContextPath
 
 SERVER = "files"
 LIST, READ, SEARCH = (f"mcp__{SERVER}__{n}" for n in ("list_directory", "read_file",
@@ -270,32 +271,6 @@ class FileToolbox:
                     yield path
 
 
-class CombinedToolbox:
-    """An agent's MCP toolbox with the file tools added: calls go to whichever owns them."""
-
-    def __init__(self, files: FileToolbox, mcp: Any | None) -> None:
-        self._files = files
-        self._mcp = mcp
-
-    @property
-    def tools(self) -> list[ToolSpec]:
-        return [*self._files.tools, *(self._mcp.tools if self._mcp is not None else [])]
-
-    @property
-    def notes(self) -> list[str]:
-        return [*self._files.notes, *(self._mcp.notes if self._mcp is not None else [])]
-
-    def owns(self, tool_name: str) -> bool:
-        return self._files.owns(tool_name) or (
-            self._mcp is not None and self._mcp.owns(tool_name))
-
-    async def call(self, call: ToolCall) -> tuple[str, bool]:
-        if self._files.owns(call.name) or self._mcp is None:
-            return await self._files.call(call)
-        result: tuple[str, bool] = await self._mcp.call(call)
-        return result
-
-
 def with_file_tools(toolboxes: dict[str, Any], agent_ids: Sequence[str],
                     context_paths: Sequence[ContextPath]) -> dict[str, Any]:
     """Every agent's toolbox with the read-only file tools of `context_paths` added."""
@@ -303,7 +278,7 @@ def with_file_tools(toolboxes: dict[str, Any], agent_ids: Sequence[str],
         return toolboxes
     roots, notes = roots_from(context_paths)
     files = FileToolbox(roots, notes)
-    return {aid: CombinedToolbox(files, toolboxes.get(aid)) for aid in agent_ids}
+    return {aid: StackedToolbox(files, toolboxes.get(aid)) for aid in agent_ids}
 
 
 _PATH = {"type": "string", "description": "A path under one of the readable directories."}

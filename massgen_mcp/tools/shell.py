@@ -19,6 +19,7 @@ from typing import Any
 
 from massgen_mcp.messages import ToolCall, ToolSpec
 from massgen_mcp.tools.sandbox import SandboxPolicy, missing, run_sandboxed
+from massgen_mcp.tools.stacked import StackedToolbox
 
 TOOL = "execute_command"
 MAX_COMMAND_CHARS = 10_000
@@ -120,31 +121,6 @@ class ShellToolbox:
         return result.text(self.policy), result.exit_code != 0
 
 
-class WithShell:
-    """An agent's other toolbox (MCP, files) with `execute_command` added."""
-
-    def __init__(self, shell: ShellToolbox, inner: Any | None) -> None:
-        self._shell = shell
-        self._inner = inner
-
-    @property
-    def tools(self) -> list[ToolSpec]:
-        return [*self._shell.tools, *(self._inner.tools if self._inner is not None else [])]
-
-    @property
-    def notes(self) -> list[str]:
-        return [*self._shell.notes, *(self._inner.notes if self._inner is not None else [])]
-
-    def owns(self, name: str) -> bool:
-        return self._shell.owns(name) or bool(self._inner and self._inner.owns(name))
-
-    async def call(self, call: ToolCall) -> tuple[str, bool]:
-        if self._shell.owns(call.name) or self._inner is None:
-            return await self._shell.call(call)
-        result: tuple[str, bool] = await self._inner.call(call)
-        return result
-
-
 def with_shell_tools(boxes: dict[str, Any], team: Any, workspaces: Any) -> dict[str, Any]:
     """Every agent whose backend enables the command line gets `execute_command`."""
     if workspaces is None:
@@ -153,5 +129,6 @@ def with_shell_tools(boxes: dict[str, Any], team: Any, workspaces: Any) -> dict[
     for a in team.agents:
         if shell_enabled(a.backend):
             ws = workspaces.dir_for(a.id, (a.backend.model_extra or {}).get("cwd"))
-            out[a.id] = WithShell(ShellToolbox(ws, a.backend.model_extra or {}), boxes.get(a.id))
+            out[a.id] = StackedToolbox(ShellToolbox(ws, a.backend.model_extra or {}),
+                                       boxes.get(a.id))
     return out

@@ -105,7 +105,6 @@ class StreamingCliBackend(CliBackend):
         self._live: CliProcess | None = None
         self._live_key: str | None = None
         self._live_system: str | None = None
-        self.turns_in_process = 0  # turns the current process served (1 = it just started)
         self.first_plan: WarmPlan | None = None  # how the first turn started the CLI
         self.warmed_at: float | None = None  # a standby: when it was started (monotonic)
         self._standby_session: str | None = None
@@ -204,7 +203,6 @@ class StreamingCliBackend(CliBackend):
         assert proc is not None
         if system_text != self._live_system:
             prompt = f"{NEW_SYSTEM}\n{system_text}\n</instructions>\n\n{prompt}"
-        self.turns_in_process += 1
         state = TurnState()
         ended: int | None = None
         finished = False
@@ -295,7 +293,6 @@ class StreamingCliBackend(CliBackend):
             # A resumed session keeps the system prompt it was started with (Claude Code's
             # --system-prompt-snapshot), so the text to compare with is the session's.
             self._live_system = system_text
-        self.turns_in_process = 0
 
     async def _stop_live(self) -> None:
         proc, self._live, self._live_key = self._live, None, None

@@ -212,7 +212,6 @@ class RpcCliBackend(StreamingCliBackend):
             self._live_system = system_text
         elif system_text != self._live_system:
             prompt = f"{NEW_SYSTEM}\n{system_text}\n</instructions>\n\n{prompt}"
-        self.turns_in_process += 1
         await self.prompt(rpc, prompt, state)
         state.session_id = self.session_id
 

@@ -172,14 +172,3 @@ def print_coding_agents(statuses: list[CliStatus], out: TextIO) -> None:
             "; login found" if s.login_found else "; no login found")
         hint = f"  → {s.fix}" if s.fix else ""
         print(f"  {mark}{s.type:<13} {detail}{login}{hint}", file=out)
-
-
-def no_key_hint(provider_keys_found: bool, statuses: list[CliStatus]) -> str | None:
-    """What `doctor` says when no provider key is set but logged-in coding CLIs are found."""
-    ready = [s.type for s in statuses if s.usable and s.login_found]
-    if provider_keys_found or not ready:
-        return None
-    return (f"No provider API key is set, but these coding CLIs are logged in: "
-            f"{', '.join(ready)}. Run a team on them with `--team clis` (it uses your CLI "
-            "subscriptions, not API keys; over MCP the server must be started with "
-            "--allow-cli-agents).")

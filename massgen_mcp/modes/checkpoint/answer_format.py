@@ -1,4 +1,4 @@
-"""Checkpoint plans as a structured `new_answer`: the tool schema, the rules, the rendering.
+"""Checkpoint plans as a structured `new_answer`: the tool, the rules, the rendering.
 
 `CheckpointAnswerFormat(available_tools, action_goals)` implements the `AnswerFormat`
 protocol of `massgen_mcp.coordination.answers`: reviewers call `new_answer({"plan": ...})`,
@@ -12,12 +12,8 @@ import json
 from typing import Any
 
 from massgen_mcp.coordination.answers import AnswerRejected, ParsedAnswer
-from massgen_mcp.modes.checkpoint.schema import (
-    KINDS,
-    TERMINALS,
-    normalize_goals,
-    validate_checkpoint_plan,
-)
+from massgen_mcp.modes.checkpoint.models import plan_tool_schema
+from massgen_mcp.modes.checkpoint.schema import normalize_goals, validate_checkpoint_plan
 
 PLAN_RULES = """\
 Write a checkpoint plan: the ordered steps the executor must follow to reach the objective
@@ -109,40 +105,6 @@ def render_plan(plan: dict[str, Any]) -> str:
             lines.append(f"   constraint: {constraint}")
         lines.append(f"   on failure: {render_recovery(step['recovery'])}")
     return "\n".join(lines)
-
-
-def plan_tool_schema(available_tools: list[str]) -> dict[str, Any]:
-    """JSON schema of the `plan` argument: inline, no $ref/oneOf (recovery typed loosely)."""
-    step = {
-        "type": "object",
-        "properties": {
-            "step": {"type": "integer", "description": "1..n in order"},
-            "kind": {"type": "string", "enum": list(KINDS)},
-            "description": {"type": "string"},
-            "preconditions": {"type": "array", "items": {"type": "string"},
-                              "description": "'step:N.proceed' for earlier steps"},
-            "touches": {"type": "array", "items": {"type": "string"}},
-            "recovery": {"description": f"{' | '.join(TERMINALS)}, or {{if, then, else?, "
-                                        "reason?}, or {compensate: {tool, args}, then, "
-                                        "reason?}"},
-            "constraints": {"type": "array", "items": {"type": "string"}},
-            "approved_action": {
-                "type": "object",
-                "properties": {
-                    "goal_id": {"type": "string"},
-                    "tool": {"type": "string", "enum": list(available_tools)}
-                    if available_tools else {"type": "string"},
-                    "args": {"type": "object"},
-                    "rollback": {"description": "action steps only (and required there): "
-                                 "{tool, args} that undoes it, or null if nothing can"},
-                },
-                "required": ["goal_id", "tool", "args"],
-            },
-        },
-        "required": ["step", "kind", "description", "preconditions", "touches", "recovery"],
-    }
-    return {"type": "object", "properties": {"steps": {"type": "array", "items": step}},
-            "required": ["steps"]}
 
 
 class CheckpointAnswerFormat:

@@ -121,7 +121,6 @@ def person_answered(out: CheckpointResult, verdict: str,
 
 
 OVERRIDE_FLAG = "--allow-checkpoint-team-override"
-APPROVAL_RULES = ("majority", "unanimous")
 
 
 def checkpoint_team(env: Environment, configured: str | None, models: str | None,

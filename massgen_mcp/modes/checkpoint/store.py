@@ -263,11 +263,6 @@ def record_candidate(ckpt_dir: Path, label: str, plan: Any, *, agent: str | None
     return path
 
 
-def record_candidates(ckpt_dir: Path, candidates: dict[str, Any]) -> list[Path]:
-    """`record_candidate` for each `label -> plan` (all valid)."""
-    return [record_candidate(ckpt_dir, label, plan) for label, plan in candidates.items()]
-
-
 def record_result(
     ckpt_dir: Path,
     *,

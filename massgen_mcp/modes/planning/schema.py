@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from massgen_mcp.coordination.answers import AnswerRejected
+from massgen_mcp.coordination.answers import AnswerRejected, tool_json_schema
 from massgen_mcp.errors import InputError
 from massgen_mcp.modes.planning.depth import DEPTHS as DEPTHS  # re-exported
 from massgen_mcp.modes.planning.depth import Depth as Depth
@@ -164,32 +164,12 @@ def _topological(members: list[tuple[int, PlanTask]]) -> list[PlanTask]:
 
 
 def plan_json_schema() -> dict[str, Any]:
-    """The JSON schema of `Plan` for tool parameters: self-contained (no `$ref`/`$defs`),
-    no titles, defaults or `additionalProperties`, which some providers reject."""
-    raw = Plan.model_json_schema()
-    schema = _inline(raw, raw.get("$defs", {}))
+    """The JSON schema of `Plan` for tool parameters (see `tool_json_schema`)."""
+    schema = tool_json_schema(Plan)
     task = schema["properties"]["tasks"]["items"]
     # Ask for every field (lenient parsing still accepts a missing depends_on).
     task["required"] = list(task["properties"])
     return schema
-
-
-def _inline(node: Any, defs: dict[str, Any]) -> Any:
-    if isinstance(node, list):
-        return [_inline(n, defs) for n in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        return _inline(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in ("$defs", "title", "default", "additionalProperties"):
-            continue
-        if key == "properties":
-            out[key] = {name: _inline(sub, defs) for name, sub in value.items()}
-        else:
-            out[key] = _inline(value, defs)
-    return out
 
 
 # ---------------------------------------------------------------------------- validation
