@@ -298,6 +298,12 @@ class App:
                                   backend_context=backend_context,
                                   hold_irreversible=hold_irreversible, owner=owner)
 
+    def checkpoint_bound(self, logs_dir: str) -> dict[str, str]:
+        """The workspace and session a checkpoint folder belongs to, as they stand now."""
+        from massgen_mcp.modes.checkpoint.store import bound_session
+
+        return bound_session(Path(logs_dir))
+
     def checkpoint_person_answered(self, out: CheckpointResult, verdict: str,
                                    bound: dict[str, str] | None = None) -> CheckpointResult:
         """What the person said about a held plan's irreversible steps (activates on yes, in

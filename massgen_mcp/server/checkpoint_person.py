@@ -28,7 +28,6 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from massgen_mcp.modes.checkpoint.human import (
@@ -78,8 +77,11 @@ Answered = Callable[..., "CheckpointResult"]
 
 
 async def settle(ctx: Context[Any, Any], out: CheckpointResult, objective: str,
-                 answered: Answered) -> CheckpointResult | InputRequiredResult:
-    """After the reviewers: ask the person about a held plan, or note that nobody could."""
+                 answered: Answered, bound: Callable[[str], dict[str, str]]
+                 ) -> CheckpointResult | InputRequiredResult:
+    """After the reviewers: ask the person about a held plan, or note that nobody could.
+    `bound` (`App.checkpoint_bound`): the workspace and session of a checkpoint folder, read
+    now and sealed with the question."""
     if not out.needs_person or out.plan is None:
         return out
     if out.person != "pending":  # the client cannot ask: today's behaviour, said plainly
@@ -91,10 +93,8 @@ async def settle(ctx: Context[Any, Any], out: CheckpointResult, objective: str,
 
         form = ElicitRequest(params=ElicitRequestFormParams(
             message=message, requested_schema=render_elicitation_schema(PersonApproval)))
-        from massgen_mcp.modes.checkpoint.store import bound_session
-
         held = {"question": secrets.token_hex(16), "asked": asking().name,
-                "held": out.model_dump(mode="json"), "bound": bound_session(Path(out.logs_dir))}
+                "held": out.model_dump(mode="json"), "bound": bound(out.logs_dir)}
         return InputRequiredResult(input_requests={ANSWER_KEY: form},
                                    request_state=json.dumps(held))
     return answered(out, await _ask_now(ctx, message))

@@ -224,7 +224,8 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
             hold_irreversible=can_ask(ctx), owner=asking().name)
         await host.run(prepared, ctx, True)
         # A plan with irreversible steps: the person's yes first, where the client can ask.
-        settled = await settle(ctx, prepared.outcome, objective, app.checkpoint_person_answered)
+        settled = await settle(ctx, prepared.outcome, objective, app.checkpoint_person_answered,
+                               app.checkpoint_bound)
         if isinstance(settled, InputRequiredResult):
             # 2026-07-28: the client asks its user and retries. The SDK passes this result
             # through unchanged; declaring it in the annotation would drop the outputSchema.
