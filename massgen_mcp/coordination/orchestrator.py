@@ -56,9 +56,15 @@ from massgen_mcp.coordination.result import (
     status_error,
 )
 from massgen_mcp.coordination.reviewers import reads, set_up_reviews
+from massgen_mcp.coordination.stop import RunStop
 from massgen_mcp.coordination.stragglers import Stragglers
-from massgen_mcp.coordination.turns import guarded_turn, shuffle_seed, wait_for_first_answers
+from massgen_mcp.coordination.turns import (
+    coordination_turn,
+    shuffle_seed,
+    wait_for_first_answers,
+)
 from massgen_mcp.coordination.workflow import Decision
+from massgen_mcp.errors import BackendError, TransientBackendError
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +89,7 @@ class Orchestrator:
         toolboxes: dict[str, Toolbox] | None = None,
         emit: EventSink | None = None,
         redact: Callable[[str], str] | None = None,
+        stop: RunStop | None = None,
     ) -> None:
         self.team = team
         self.cfg = team.orchestrator
@@ -102,10 +109,10 @@ class Orchestrator:
         ]
         self._by_anon = {a.anon: a for a in self.agents}
         self.reviews = set_up_reviews(self.cfg, task, self.agents)
-        self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes),
-                             stop=lambda detail: self.cancel("budget_exceeded", detail),
-                             emit=self._emit)
-        self.budget.redact = redact  # every message to a provider goes through it
+        #: Why the run stops early, if it does: the run's one stop state (stop.py).
+        self.stop = stop or RunStop()
+        self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes), stop=self.stop,
+                             emit=self._emit, redact=redact)
         self.stragglers = Stragglers(self.cfg, self.agents, self._cut_off)
         self.seed = shuffle_seed(self.cfg, task, [a.spec.id for a in self.agents])
         self._changed: anyio.Event | None = None
@@ -116,15 +123,13 @@ class Orchestrator:
         self._why_not_voted: dict[str, str] = {}  # agent id -> why it cast no vote
         self._watch_scope = anyio.CancelScope()
         self._loops: anyio.abc.TaskGroup | None = None
-        self._stop_reason: RunStatus | None = None
-        self._stop_detail: str | None = None
+        self._split: str | None = None  # why a decided vote is still no consensus
         self._consensus = False
         self._finished = False
         self._restarts = 0
         self._final: ParsedAnswer | None = None
         self._winner: AgentState | None = None
         self._tg: anyio.abc.TaskGroup | None = None
-        self._outer: anyio.CancelScope | None = None
         self._t0 = 0.0
         self.started_at = ""
 
@@ -145,9 +150,7 @@ class Orchestrator:
                            "max_cost_usd cannot count this agent's calls")
         with anyio.CancelScope(deadline=anyio.current_time()
                                + self.cfg.orchestrator_timeout_seconds) as outer:
-            self._outer = outer
-            if self._stop_reason is not None:  # cancelled before it started
-                outer.cancel()
+            self.stop.bind(outer)  # a stop asked before the run started stops it now
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self._watch_stragglers)
@@ -157,8 +160,8 @@ class Orchestrator:
                         loops.start_soon(self._agent_loop, agent)
                 self._watch_scope.cancel()  # every agent is done: stop the straggler watch
                 # leaving `tg` waits for the final presentation (`_finish`), if it started
-        if outer.cancelled_caught and self._stop_reason is None:
-            self._stop_reason = "timeout"
+        if outer.cancelled_caught and not self.stop.requested:
+            self.stop.request("timeout")
             self._emit("timeout", seconds=self.cfg.orchestrator_timeout_seconds)
         self.settle()
         result = self.result()
@@ -167,17 +170,9 @@ class Orchestrator:
                    elapsed=round(result.elapsed_seconds, 3))
         return result
 
-    def cancel(self, reason: RunStatus = "cancelled", detail: str | None = None) -> None:
-        """Stop the run now; `run()` returns with this status and the best answer so far."""
-        if self._stop_reason is None:
-            self._stop_reason = reason
-            self._stop_detail = detail
-        if self._outer is not None:
-            self._outer.cancel()
-
     def result(self) -> RunResult:
         """The current state as a RunResult (status `running` while the run is live)."""
-        status: RunStatus = self._stop_reason or (
+        status: RunStatus = self.stop.status or (
             "running" if not self._finished else "no_consensus" if self._no_consensus else
             ("degraded" if any(not a.live for a in self.agents) else "completed")
             if self._consensus else "failed")
@@ -185,7 +180,8 @@ class Orchestrator:
             self.agents, run_id=self.run_id, status=status, task=self.task,
             final=self._final, winner=self._winner, restarts=self._restarts,
             error=status_error(status, self.agents, self.cfg.orchestrator_timeout_seconds,
-                               has_answer=self._final is not None, detail=self._stop_detail),
+                               has_answer=self._final is not None,
+                               detail=self.stop.detail or self._split),
             elapsed=round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
             started_at=self.started_at, team=self.team.name, log_dir=self.log_dir,
             presented=self._presented, shuffle_seed=self.seed,
@@ -212,11 +208,17 @@ class Orchestrator:
                 a.scope = scope
                 a.turn_started = anyio.current_time()
                 self._signal_change()  # the straggler watch looks at who is working
+                permanent = False  # a failed turn's error: is it for good (auth, model)?
                 try:
-                    outcome, permanent = await guarded_turn(
+                    outcome: Decision | str = await coordination_turn(
                         a, self.agents, cfg=self.cfg, fmt=self.fmt, task=self.task,
-                        context=self.context, hooks=self.budget, seed=self.seed,
+                        context=self.context, budget=self.budget, seed=self.seed,
                         emit=self._emit)
+                except BackendError as e:
+                    outcome, permanent = str(e), not isinstance(e, TransientBackendError)
+                except Exception as e:  # a backend bug must cost this agent a turn, not the run
+                    log.exception("agent %s: unexpected error", a.spec.id)
+                    outcome = f"unexpected error: {type(e).__name__}: {e}"
                 finally:
                     a.scope = None
             if scope.cancelled_caught:
@@ -378,13 +380,13 @@ class Orchestrator:
         self._final = w.answers[-1]  # stands if the presentation fails or is cut short
         if v.problem:
             self._no_consensus = True
-            self._stop_detail = v.problem
+            self._split = v.problem
             self._emit("no_consensus", leader=w.spec.id, min_agreement=self.cfg.min_agreement,
                        tally=dict(v.tally), message=v.problem)
             return
         short = independence_shortfall(self.cfg.min_independent_share, self.agents, w)
         if short is not None:  # one model family's votes are not independent votes
-            self._no_consensus, self._stop_detail = True, short
+            self._no_consensus, self._split = True, short
             self._emit("no_consensus", leader=w.spec.id, message=short)
             return
         if self.cfg.skip_final_presentation or not w.live:

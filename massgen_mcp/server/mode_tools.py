@@ -206,7 +206,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
             return _checkpoint_reply(resumed)
         app.checkpoint_session(workspace_dir)  # no session: say so before anything
         name = app.reviewer_team_name(models, team)  # models/team: operator's flag only
-        chosen = await host.team_for(ctx, models=models, team=name)
+        chosen = (await host.team_for(ctx, models=models, team=name)).team
         if not app.allow_checkpoint_team_override and any(
                 a.provider.uses_client_model for a in chosen.agents):
             raise ToolError(
