@@ -25,7 +25,7 @@ from massgen_mcp.backends.function import (
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.config.team import Team
-from massgen_mcp.coordination.result import pick_winner
+from massgen_mcp.coordination.tally import pick_winner
 from massgen_mcp.messages import Step, Turn
 from massgen_mcp.runs.engine import Engine
 

@@ -2,9 +2,10 @@
 
 `App` turns caller-level arguments (task, files, models/team, limits) into a `PreparedRun`
 of one mode (consensus, plan, checkpoint) on the `Engine`: it picks the team, reads the
-files and applies the limits. It is also the only way in to what runs leave behind: run
-records, stored plans and checkpoint sessions. It raises `MassgenError`s worded for users
-and knows nothing about MCP, argparse or printing.
+files and applies the limits (how a call's team is chosen: teams.py). It is also the only
+way in to what runs leave behind: run records, stored plans and checkpoint sessions
+(records.py). It raises `MassgenError`s worded for users and knows nothing about MCP,
+argparse or printing.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from massgen_mcp.app.records import Records
 from massgen_mcp.app.teams import ChosenTeam, check_cli_agents, check_limits, tool_team
 from massgen_mcp.config.choose import MCP, Vocabulary, auto_team_models, resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.trust import TeamPolicy
 from massgen_mcp.inputs import join_context, read_context_files
 from massgen_mcp.paths import state_dir
-from massgen_mcp.runs.owners import LOCAL, LOCAL_NAME, Principal
+from massgen_mcp.runs.owners import LOCAL_NAME, Principal
 from massgen_mcp.runs.quota import Quota, caps_of
 
 if TYPE_CHECKING:  # the engine and the team models load at the first run (start-up time)
@@ -30,16 +32,16 @@ if TYPE_CHECKING:  # the engine and the team models load at the first run (start
     from massgen_mcp.config.team import Team
     from massgen_mcp.coordination.result import RunResult
     from massgen_mcp.modes.checkpoint.run import CheckpointResult
-    from massgen_mcp.modes.checkpoint.store import CheckpointSession
-    from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
     from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
-    from massgen_mcp.runs.live import LiveRun
     from massgen_mcp.runs.scale.queue import RunJob
     from massgen_mcp.runs.scale.worker import RunWorker
     from massgen_mcp.runs.store import RunRecords
 
 
-class App:
+class App(Records):
+    """The one door (see the module docstring); what runs leave behind is read through the
+    methods it has from `Records` (records.py)."""
+
     def __init__(
         self,
         state: Path | None = None,
@@ -265,43 +267,6 @@ class App:
 
         return person_answered(out, verdict)
 
-    # ------------------------------------------------------------------ runs
-
-    def get_run(self, run_id: str, who: Principal = LOCAL) -> RunResult:
-        """A run as it stands: live in this process, else from its record. Another user's
-        run reads as unknown (runs/owners.py); the default `who` is the operator."""
-        return self.engine.get(self.engine.visible(run_id, who))
-
-    def previous_run(self, ref: str, who: Principal = LOCAL) -> RunResult:
-        """The run a follow-up continues: a run id or `latest`, looked up as `get_run` looks
-        a run up for `who` (one the caller cannot see is an unknown run); not one still
-        running."""
-        from massgen_mcp.modes.consensus.follow_up import previous_run
-
-        return previous_run(ref, lambda run_id: self.get_run(run_id, who),
-                            lambda: self.list_runs(20, who))
-
-    def list_runs(self, limit: int = 20, who: Principal = LOCAL) -> list[RunResult]:
-        """Recent runs `who` may see, newest first."""
-        return self.engine.list(limit, who)
-
-    def run_events(self, run_id: str, who: Principal = LOCAL) -> list[dict[str, Any]]:
-        """A run's coordination events, in order."""
-        return self.engine.store.events(self.engine.visible(run_id, who))
-
-    def run_owner(self, run_id: str, who: Principal = LOCAL) -> str:
-        """Who started the run (one `who` may not see: the error an unknown id gets)."""
-        return self.engine.owner(self.engine.visible(run_id, who))
-
-    async def cancel_run(self, run_id: str, who: Principal = LOCAL) -> tuple[bool, str]:
-        """Stop a live run and wait (bounded) for its record: whether a stop was requested,
-        and the run's status now."""
-        return await self.engine.cancel_and_wait(self.engine.visible(run_id, who))
-
-    def live_run(self, run_id: str, who: Principal = LOCAL) -> LiveRun | None:
-        """The run if it is live in this process (the viewer streams it from here)."""
-        return self.engine.live_run(self.engine.visible(run_id, who))
-
     # ------------------------------------------------------------------ workers
 
     def hand_runs_to_workers(self, queue_timeout: float = 300.0) -> None:
@@ -344,42 +309,6 @@ class App:
         """Until every run live in this process has closed its record."""
         if self._engine is not None:
             await self._engine.wait_for_live_runs()
-
-    # ------------------------------------------------------------------ stored results
-
-    def get_plan(self, plan_id: str = "latest") -> StoredPlan:
-        """A stored plan, or the latest."""
-        from massgen_mcp.modes.planning.store import get_plan
-
-        return get_plan(self.state, plan_id)
-
-    def list_plans(self, limit: int = 20) -> list[PlanSummary]:
-        """Stored plans, newest first."""
-        from massgen_mcp.modes.planning.store import list_plans
-
-        return list_plans(self.state, limit)
-
-    def checkpoint_init(self, workspace_dir: str, original_task: str,
-                        available_tools: list[Any], *, trajectory_path: str | None = None,
-                        environment: dict[str, Any] | str | None = None,
-                        safety_policy: list[str] | str | None = None
-                        ) -> tuple[CheckpointSession, bool]:
-        """Store (or replace) a workspace's checkpoint session; True when it replaced one.
-        `trajectory_path` obeys the rules of `files`: inside the working directory, never a
-        secret file unless the operator allowed them."""
-        from massgen_mcp.modes.checkpoint.store import init_session
-
-        return init_session(self.state, workspace_dir, original_task, available_tools,
-                            trajectory_path=trajectory_path, environment=environment,
-                            safety_policy=safety_policy, files_root=self.cwd,
-                            allow_secret_files=self.allow_secret_files)
-
-    def checkpoint_session(self, workspace_dir: str | None = None) -> CheckpointSession:
-        """The session of `workspace_dir` (default: the latest); an error naming
-        checkpoint_init when there is none."""
-        from massgen_mcp.modes.checkpoint.store import load_session
-
-        return load_session(self.state, workspace_dir)
 
 
 def _job(chosen: ChosenTeam, call: dict[str, Any]) -> dict[str, Any] | None:

@@ -182,7 +182,7 @@ class Runner:
         orch = live.orchestrator
         if orch is not None:
             live.stop.request(status)
-            orch.settle()
+            orch.ending.settle()
             result = orch.result()
         else:
             result = RunResult(run_id=live.run_id, status="failed", task=task[:500],
