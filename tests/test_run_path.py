@@ -112,3 +112,27 @@ async def test_a_run_consensus_reaches_its_backend_within_twelve_steps(tmp_path:
     assert steps[-1] == "coordination.converse:call_model", steps
     print("\n".join(steps))
     assert len(steps) <= MAX_STEPS, "\n".join(steps)
+
+
+async def test_only_a_tool_calls_own_team_reaches_a_worker(tmp_path: Path) -> None:
+    """The job a worker could run is an explicit value: a tool call's `ChosenTeam` carries
+    the reference a worker resolves the team from; a plain `Team` (the CLI's, the Python
+    API's) and a team that samples the client's own model always run in this process."""
+    from massgen_mcp.app import App
+    from massgen_mcp.config.env import Environment
+
+    team = tmp_path / "team.yaml"
+    team.write_text(yaml.safe_dump({"agents": [
+        {"id": name, "backend": {"type": "function", "model": "run-path"}}
+        for name in ("a", "b")]}))
+    app = App(tmp_path / ".massgen", default_team=str(team), env=Environment({}), cwd=tmp_path)
+    chosen = await app.tool_team(stances=["for", "against"])
+    assert chosen.reference is not None
+    assert chosen.reference["stances"] == ["for", "against"] and chosen.reference["team"] is None
+    queued = app.consensus(chosen, "Which queue?")
+    assert queued.job == {"call": {"mode": "consensus", "task": "Which queue?", "context": None,
+                                   "follow_up_of": None}, "team": chosen.reference}
+    assert app.consensus(chosen.team, "Which queue?").job is None
+    sampling = await app.tool_team(models="sampling", sampling_available=True)
+    assert sampling.reference is None
+    assert app.plan(sampling, "Ship v2").job is None

@@ -213,7 +213,7 @@ class App(Records):
         `run_id`: a worker running the run a front end prepared (its record exists).
         `follow_up`: the earlier run it continues (`previous_run`): the team is given its
         decision; `follow_up_of` only records the chain (a worker's job has it)."""
-        chosen = team if isinstance(team, ChosenTeam) else ChosenTeam(team, None)
+        chosen = ChosenTeam.of(team)
         if follow_up is not None:
             from massgen_mcp.modes.consensus.follow_up import with_follow_up
 
@@ -235,7 +235,7 @@ class App(Records):
         `consensus`."""
         from massgen_mcp.modes.planning.run import prepare_plan
 
-        chosen = team if isinstance(team, ChosenTeam) else ChosenTeam(team, None)
+        chosen = ChosenTeam.of(team)
         prepared = prepare_plan(self.engine, chosen.team, goal, depth=depth,
                                 constraints=constraints, context=context, listener=listener,
                                 backend_context=backend_context, run_id=run_id, owner=owner)

@@ -33,6 +33,12 @@ class ChosenTeam:
     #: only this process has the client's session).
     reference: dict[str, Any] | None
 
+    @staticmethod
+    def of(team: Team | ChosenTeam) -> ChosenTeam:
+        """`team` as a `ChosenTeam`: a plain `Team` (the CLI's, the Python API's, a worker's)
+        has no reference, so its runs always run in this process."""
+        return team if isinstance(team, ChosenTeam) else ChosenTeam(team, None)
+
 
 def check_limits(words: Vocabulary, *, timeout_s: float | None,
                  max_answers_per_agent: int | None,

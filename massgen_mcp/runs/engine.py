@@ -82,12 +82,24 @@ class PreparedRun:
         `job`) and return the final result. Raises nothing but cancellation: whatever fails
         ends in the run's record."""
         dispatcher = self.engine.dispatcher
-        if dispatcher is not None and self.job is not None:
-            return await dispatcher.run(self)
-        return await self.engine.runner.run(
-            self.live, self.team, self.task, context=self.context,
-            answer_format=self.answer_format, backend_context=self.backend_context,
-            after=self.after)
+        try:
+            if dispatcher is not None and self.job is not None:
+                return await dispatcher.run(self)
+            return await self.engine.runner.run(
+                self.live, self.team, self.task, context=self.context,
+                answer_format=self.answer_format, backend_context=self.backend_context,
+                after=self.after)
+        except Exception as e:  # a bug even in recording how the run ended: still wake
+            log.exception("run %s: its end could not be recorded", self.run_id)  # waiters
+            live = self.live
+            if live.result is None:
+                live.result = RunResult(run_id=self.run_id, status="failed",
+                                        task=self.task[:500], team=self.team.name,
+                                        log_dir=str(live.record.dir),
+                                        error=f"internal error: {type(e).__name__}: {e}")
+            live.done.set()
+            self.engine.live.pop(self.run_id, None)
+            return live.result
 
 
 class Engine:
