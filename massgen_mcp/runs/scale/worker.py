@@ -195,7 +195,8 @@ class RunWorker:
         live.on_event(WORKER_STARTED, {"worker": self.name,
                                        "message": f"a worker took the run ({self.name})"})
         if live.record.cancel_requested():
-            live.stop.request()  # asked while queued: it stops before any call
+            # asked while queued: it stops before any call
+            live.stop.request(self.engine.runner.stop_status())
         async with anyio.create_task_group() as tg:
             if entry is not None:
                 tg.start_soon(self._watch, prepared, entry)
