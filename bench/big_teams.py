@@ -67,7 +67,8 @@ async def one_run(n: int, all_to_all: bool, meter: Meter, state: Path) -> dict[s
     team = team_from_data(data, "bench", Environment({}))
     engine = Engine(state / ".massgen", Environment({}))
     t0 = time.perf_counter()
-    result = await engine.run(team, "Which message queue should we use for 10k events/s?")
+    task = "Which message queue should we use for 10k events/s?"
+    result = await engine.prepare(team, task).start()
     span = time.perf_counter() - t0
     return {"agents": n, "review": "all-to-all" if all_to_all else
             (f"k={result.reviews.per_agent}" if result.reviews else "all-to-all"),

@@ -134,8 +134,8 @@ async def _team(provider: ScriptedProvider, clis: list[str], latency: float,
                 out["ready_after_pause"] = time.monotonic() - t1
             finished: list[float] = []
             t0 = time.monotonic()
-            result = await engine.run(team, "Which queue?", listener=lambda e, f=finished: (
-                f.append(time.monotonic()) if e.get("kind") == "run_finished" else None))
+            result = await engine.prepare(team, "Which queue?", listener=lambda e, f=finished: (
+                f.append(time.monotonic()) if e.get("kind") == "run_finished" else None)).start()
             wall = time.monotonic() - t0
             assert result.status == "completed", (result.error,
                                                   [a.error for a in result.agents])

@@ -59,8 +59,8 @@ server (tests/tool_server.py), with the agents not calling it and with each call
 plus the start-up of one such server alone (spawn, initialize, tools/list). Goal: the
 servers add at most one server start-up time to a run. The process count is the peak number
 of live descendants of this process (the scripted provider's process left out), sampled
-from /proc every 10 ms during the run. Set-up is engine.run() to the `run_started` event
-(tool servers start there); teardown is `run_finished` to engine.run() returning (they
+from /proc every 10 ms during the run. Set-up is prepared.start() to the `run_started` event
+(tool servers start there); teardown is `run_finished` to prepared.start() returning (they
 are stopped there: stdin closed, then the SDK waits for them to exit).
 """
 
@@ -198,8 +198,8 @@ class Sample:
     input_tokens: int
     restarts: int
     call_excess: float  # median provider call duration minus the scripted latency
-    setup: float  # engine.run() called -> run_started (team, backends, tool servers)
-    teardown: float  # run_finished -> engine.run() returned (tool servers, backends, record)
+    setup: float  # prepared.start() called -> run_started (team, backends, tool servers)
+    teardown: float  # run_finished -> prepared.start() returned (tool servers, backends, record)
     processes: int = 0
     output_tokens: int = 0
     cancelled: int = 0
@@ -228,9 +228,9 @@ async def _run_once(engine: Engine, team: Team, provider: ProviderProcess, log: 
     t0 = time.perf_counter()
     if sampler:
         with sampler:
-            result = await engine.run(team, task, listener=listener)
+            result = await engine.prepare(team, task, listener=listener).start()
     else:
-        result = await engine.run(team, task, listener=listener)
+        result = await engine.prepare(team, task, listener=listener).start()
     t1 = time.perf_counter()
     cpu = _cpu() - c0
     if result.status != "completed" or result.final_answer != f"final for {task}":

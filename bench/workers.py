@@ -67,7 +67,7 @@ def app_on(url: str, state: Path, team: Path, dispatch: bool) -> Any:
 
 
 async def one_run(app: Any, task: str) -> float:
-    team = await app.team_for(from_tool=True)
+    team = await app.tool_team()
     start = time.perf_counter()
     result = await app.consensus(team, task).start()
     took = time.perf_counter() - start
@@ -91,7 +91,7 @@ async def concurrent(app: Any, n: int) -> float:
 async def cancel_latency(front: Any, other: Any, trials: int) -> list[float]:
     out = []
     for i in range(trials):
-        team = await front.team_for(from_tool=True)
+        team = await front.tool_team()
         prepared = front.consensus(team, f"cancel me {i}")
         async with anyio.create_task_group() as tg:
             tg.start_soon(prepared.start)

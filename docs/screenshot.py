@@ -71,7 +71,7 @@ async def main(out: Path, scheme: str = "light") -> None:
                                      ("operator", "gemini", "gemini-2.5-pro"))]},
             "queue-review.yaml", Environment({}))
         state = Path(tmp)
-        prepared = Engine(state, Environment({})).prepare_run(team, TASK)
+        prepared = Engine(state, Environment({})).prepare(team, TASK)
         await prepared.start()
         html = run_page(load_run_view(state, prepared.run_id), standalone=True)
         page_file = state / "run.html"

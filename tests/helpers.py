@@ -28,7 +28,7 @@ async def run_team(team: Team, state: Path, task: str = "What is the best queue?
                    events: list[dict[str, Any]] | None = None, **kwargs: Any) -> RunResult:
     engine = Engine(state / ".massgen", Environment({}))
     listener = events.append if events is not None else None
-    return await engine.run(team, task, listener=listener, **kwargs)
+    return await engine.prepare(team, task, listener=listener, **kwargs).start()
 
 
 def kinds(events: list[dict[str, Any]]) -> list[str]:

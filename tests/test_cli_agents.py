@@ -63,7 +63,7 @@ async def test_mixed_team_with_claude_code_reaches_consensus(
         early_stop=False, orchestrator_timeout_seconds=120)
     events: list[dict[str, Any]] = []
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Which queue?", listener=events.append)
+    result = await engine.prepare(team, "Which queue?", listener=events.append).start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     coder = next(a for a in result.agents if a.agent_id == "coder")
     assert coder.error is None and coder.answers >= 1
@@ -126,7 +126,7 @@ async def test_claude_code_edits_its_workspace_wins_and_writes_back(
         context_paths=[{"path": str(proj), "permission": "write",
                         "protected_paths": ["deploy.cfg"]}])
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Set VALUE to 2")
+    result = await engine.prepare(team, "Set VALUE to 2").start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     assert result.winner is not None and result.winner.agent_id == "a-coder"
     ws = result.workspace
@@ -159,7 +159,7 @@ async def test_losing_coding_agent_never_writes_back(
         orchestrator_timeout_seconds=120, skip_final_presentation=True,
         context_paths=[{"path": str(proj), "permission": "write"}])
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Set VALUE")
+    result = await engine.prepare(team, "Set VALUE").start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     assert result.winner is not None and result.winner.agent_id == "b-api"
     assert result.workspace is None
@@ -177,7 +177,7 @@ async def test_codex_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path)
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
         early_stop=False, orchestrator_timeout_seconds=120)
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Which queue?")
+    result = await engine.prepare(team, "Which queue?").start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     assert {v.voter for v in result.votes} == {"a-codex", "b-api", "c-api"}
     assert any(a.agent_id == "a-codex" and a.text == "Codex answer" for a in result.answers)
@@ -199,7 +199,7 @@ async def test_gemini_cli_in_a_mixed_team(provider: ScriptedProvider, tmp_path: 
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
         orchestrator_timeout_seconds=240, skip_final_presentation=True)
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Which queue?")
+    result = await engine.prepare(team, "Which queue?").start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     assert any(a.agent_id == "a-gemini" and a.text == "Gemini CLI answer"
                for a in result.answers)
@@ -220,7 +220,7 @@ async def test_missing_cli_is_one_clear_agent_error(
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
         orchestrator_timeout_seconds=60)
     engine = Engine(tmp_path / ".massgen", Environment({"PATH": str(tmp_path)}))
-    result = await engine.run(team, "Which queue?")
+    result = await engine.prepare(team, "Which queue?").start()
     # The live agents agreed, and the run says it lost two agents on the way.
     assert result.status == "degraded"
     assert "coder" in str(result.error) and "codex" in str(result.error)
@@ -241,7 +241,7 @@ async def test_cli_that_fails_is_named_and_the_run_goes_on(
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
         orchestrator_timeout_seconds=60)
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Which queue?")
+    result = await engine.prepare(team, "Which queue?").start()
     assert result.status == "degraded" and "coder" in str(result.error)
     coder = next(a for a in result.agents if a.agent_id == "coder")
     assert coder.status == "failed" and "Claude Code failed" in str(coder.error)
@@ -259,7 +259,7 @@ async def test_codex_refused_connection_is_stopped_by_the_deadline(tmp_path: Pat
         "api_key": "k", "command": cli_path("codex"), "request_timeout_seconds": 4}}]},
         "t.yaml", Environment({}))
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Q?")
+    result = await engine.prepare(team, "Q?").start()
     assert result.status == "failed"
     assert "no result within 4s" in str(result.agents[0].error)
     assert not no_leftovers(str(tmp_path))
@@ -270,17 +270,17 @@ async def test_cancelled_run_leaves_no_cli_process(
     provider.script("cc", Hang())
     team = _team(provider, [{"id": "coder", "backend": claude_backend(provider, "cc")}])
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    live = engine.prepare(team, "Q?")
+    prepared = engine.prepare(team, "Q?")
     results: list[Any] = []
 
     async def run() -> None:
-        results.append(await engine.execute(live, team, "Q?"))
+        results.append(await prepared.start())
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(run)
         await provider.wait_for("cc", 1, timeout=60)  # the CLI is mid-request
         assert leftover_processes(str(tmp_path))  # (the check sees it while it runs)
-        assert engine.cancel(live.run_id)
+        assert engine.cancel(prepared.run_id)
     assert results[0].status == "cancelled"
     assert not no_leftovers(str(tmp_path))
 
@@ -339,7 +339,7 @@ p = ScriptedProvider()
 p.root = {root!r}
 team = team_from_data({{"agents": [{{"id": "coder", "backend": claude_backend(p, "hang")}}]}},
                       "t.yaml", Environment({{}}))
-anyio.run(lambda: Engine(Path({state!r}), Environment(cli_env())).run(team, "Q?"))
+anyio.run(lambda: Engine(Path({state!r}), Environment(cli_env())).prepare(team, "Q?").start())
 """
 
 
@@ -399,7 +399,7 @@ async def test_a_prompt_too_long_for_the_command_line_goes_through_stdin(
     team = _team(provider, [{"id": "coder", "backend": claude_backend(provider, "cc")}],
                  skip_final_presentation=True)
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Summarize", context=context)
+    result = await engine.prepare(team, "Summarize", context=context).start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     first = provider.requests_for("cc")[0]
     assert "line 5999: some project context" in first.text
@@ -428,7 +428,8 @@ async def test_a_resumed_members_closing_chatter_never_becomes_its_answer(
         {"id": "coder", "backend": claude_backend(provider, "cc")},
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
         orchestrator_timeout_seconds=180)
-    result = await Engine(tmp_path / ".massgen", Environment(cli_env())).run(team, "Which queue?")
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    result = await engine.prepare(team, "Which queue?").start()
     assert result.status in ("completed", "degraded"), result.error
     # The CLI really was resumed and really said it (so the test tests something).
     assert any(len(r.messages) > 2 for r in provider.requests_for("cc"))
@@ -449,7 +450,7 @@ async def test_gemini_cli_that_fails_is_named_and_the_run_goes_on(
         _api(provider, "b-api", "api1"), _api(provider, "c-api", "api2")],
         orchestrator_timeout_seconds=120)
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Which queue?")
+    result = await engine.prepare(team, "Which queue?").start()
     assert result.status == "degraded" and "gem" in str(result.error)
     gem = next(a for a in result.agents if a.agent_id == "gem")
     assert gem.status == "failed" and "Gemini CLI failed" in str(gem.error)
@@ -475,7 +476,7 @@ async def test_gemini_cli_may_not_run_what_no_one_allowed(
                            "orchestrator": {"skip_final_presentation": True}},
                           "t.yaml", Environment({}))
     engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
-    result = await engine.run(team, "Q?")
+    result = await engine.prepare(team, "Q?").start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     assert not marker.exists()
     refused = [r for req in provider.requests_for("gm") for r in req.tool_results

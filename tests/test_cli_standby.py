@@ -83,7 +83,7 @@ async def test_the_next_run_takes_a_warm_standby_that_carries_nothing_of_the_las
     pool = WatchedPool(standby_size=2)
     engine = Engine(tmp_path / "state", Environment(cli_env()), pool=pool)
     team = _team(provider, "warm", cli=cli)
-    first = await engine.run(team, "Task ALPHA-7781: which queue?")
+    first = await engine.prepare(team, "Task ALPHA-7781: which queue?").start()
     assert first.status == "completed", first.error
     cold = _cli(pool.seen[0])
     [first_session] = cold.sessions
@@ -99,7 +99,7 @@ async def test_the_next_run_takes_a_warm_standby_that_carries_nothing_of_the_las
         await _until_connected(standby.root)
     assert len(provider.requests) == before  # warming made no model request
 
-    second = await engine.run(team, "Task BETA-4410: which queue?")
+    second = await engine.prepare(team, "Task BETA-4410: which queue?").start()
     assert second.status == "completed", second.error
     warm = _cli(pool.seen[1])
     assert warm is standby and warm.started_warm and warm.invocations == 1
@@ -132,10 +132,10 @@ async def test_a_standby_that_does_not_fit_the_turn_is_replaced_by_a_cold_start(
     provider.script("fit", cli_agent(answer_then_vote("an answer")))
     pool = WatchedPool(standby_size=1)
     engine = Engine(tmp_path / "state", Environment(cli_env()), pool=pool)
-    assert (await engine.run(_team(provider, "fit"), "Q1?")).status == "completed"
+    assert (await engine.prepare(_team(provider, "fit"), "Q1?").start()).status == "completed"
     [standby] = pool.standbys.backends()
     before = len(provider.requests)
-    second = await engine.run(_team(provider, "fit", "strict"), "Q2?")
+    second = await engine.prepare(_team(provider, "fit", "strict"), "Q2?").start()
     assert second.status == "completed", second.error
     warm = _cli(pool.seen[1])
     assert warm is standby and not warm.started_warm and warm.invocations == 2
@@ -170,7 +170,7 @@ p.root = {root!r}
 team = team_from_data({{"agents": [{{"id": "coder", "backend": claude_backend(p, "sk")}}]}},
                       "t.yaml", Environment({{}}))
 engine = Engine(Path({state!r}), Environment(cli_env()), pool=BackendPool(standby_size=1))
-result = anyio.run(lambda: engine.run(team, "Q?"))
+result = anyio.run(lambda: engine.prepare(team, "Q?").start())
 print(result.status, len(engine.pool.standbys), flush=True)
 time.sleep(600)
 """
@@ -245,7 +245,7 @@ async def test_a_warm_member_reads_the_runs_snapshots_and_nothing_outside(
     engine = Engine(tmp_path / "state", Environment(cli_env()), pool=pool)
     for i in range(2):
         before = len(provider.requests)
-        result = await engine.run(team, "Set VALUE to 2")
+        result = await engine.prepare(team, "Set VALUE to 2").start()
         assert result.status == "completed", (result.error, [a.error for a in result.agents])
         assert _cli(pool.seen[i]).started_warm == (i == 1)
         reads = [r for req in provider.requests[before:] for r in req.tool_results

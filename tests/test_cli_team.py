@@ -59,7 +59,7 @@ async def test_the_clis_team_runs_on_what_is_logged_in(
                               ANTHROPIC_MODEL="cc-default"))
     team = load_team("clis", env)
     assert [a.provider.name for a in team.agents] == ["claude_code", "codex", "gemini_cli"]
-    result = await Engine(tmp_path / ".massgen", env).run(team, "Which queue?")
+    result = await Engine(tmp_path / ".massgen", env).prepare(team, "Which queue?").start()
     assert result.status == "degraded", result.error
     errors = {a.agent_id: a.error for a in result.agents}
     assert errors["claude-code"] is None

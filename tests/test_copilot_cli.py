@@ -39,7 +39,8 @@ async def test_copilot_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Pat
                                                                max_retries=0)}],
                  orchestrator_timeout_seconds=300, skip_final_presentation=True)
     assert not team.warnings, team.warnings
-    result = await Engine(tmp_path / ".massgen", Environment(cli_env())).run(team, "Which?")
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env()))
+    result = await engine.prepare(team, "Which?").start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     assert any(a.agent_id == "a-copilot" and a.text == "Copilot answer"
                for a in result.answers)
@@ -61,8 +62,8 @@ async def test_copilot_without_a_login_is_one_clear_agent_error(
                   {"id": "b-api", "backend": provider.backend("anthropic", "api1",
                                                                max_retries=0)}],
                  orchestrator_timeout_seconds=300, skip_final_presentation=True)
-    result = await Engine(tmp_path / ".massgen", Environment(cli_env(HOME=str(home)))).run(
-        team, "Which?")
+    engine = Engine(tmp_path / ".massgen", Environment(cli_env(HOME=str(home))))
+    result = await engine.prepare(team, "Which?").start()
     assert result.status == "degraded", result.error
     error = str({a.agent_id: a.error for a in result.agents}["a-copilot"])
     assert "GitHub Copilot CLI failed" in error and "copilot login" in error

@@ -78,7 +78,7 @@ async def test_a_backend_that_cannot_be_built_fails_the_run_not_the_server(
                 team.source)
     engine = Engine(tmp_path / ".massgen", Environment({}))
     with anyio.fail_after(30):
-        result = await engine.run(team, "Which queue?")
+        result = await engine.prepare(team, "Which queue?").start()
     assert result.status == "failed" and result.error
     assert engine.get(result.run_id).status == "failed"
     assert await engine.cancel_and_wait(result.run_id) == (False, "failed")

@@ -91,8 +91,8 @@ async def test_runs_close_the_backends_they_evict(provider: ScriptedProvider,
         provider.script(model, answer_then_vote("42"))
     pool = WatchedPool(size=1)
     engine = Engine(tmp_path / ".massgen", Environment({}), pool=pool)
-    first = await engine.run(_team(provider, "pool-run-1"), "What is six times seven?")
-    second = await engine.run(_team(provider, "pool-run-2"), "What is six times seven?")
+    first = await engine.prepare(_team(provider, "pool-run-1"), "What is six times seven?").start()
+    second = await engine.prepare(_team(provider, "pool-run-2"), "What is six times seven?").start()
     assert (first.status, second.status) == ("completed", "completed")
     seen = pool.seen
     assert len(seen) == 2 and _closed(seen[0]) and not _closed(seen[1])
@@ -193,7 +193,7 @@ async def test_the_run_records_are_one_interface_another_store_can_fill(
     runs = MemoryRuns(tmp_path / "work")
     records: RunRecords = runs
     engine = Engine(tmp_path / ".massgen", Environment({}), store=records)
-    result = await engine.run(_team(provider, "store-a"), "What is six times seven?")
+    result = await engine.prepare(_team(provider, "store-a"), "What is six times seven?").start()
     assert result.status == "completed"
     [run_id] = runs.ids()
     assert runs.records[run_id].final

@@ -333,7 +333,7 @@ async def test_an_unset_variable_fails_only_the_agent_or_server_that_needs_it(
                for w in team.warnings), team.warnings
     provider.script("m1", answer_then_vote("answer a", "agent1"))
     provider.script("m2", answer_then_vote("answer b", "agent1"))
-    result = await Engine(tmp_path / ".massgen", Environment({})).run(team, "Q?")
+    result = await Engine(tmp_path / ".massgen", Environment({})).prepare(team, "Q?").start()
     assert result.status == "degraded", result.error
     assert "UNSET_AGENT_KEY" in str(result.error) and "c" in str(result.error)
     dropped = {a.agent_id: a.error for a in result.agents}

@@ -25,7 +25,7 @@ from massgen_mcp.backends.function import (
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.config.team import Team
-from massgen_mcp.coordination.result import pick_winner
+from massgen_mcp.coordination.tally import pick_winner
 from massgen_mcp.messages import Step, Turn
 from massgen_mcp.runs.engine import Engine
 
@@ -55,7 +55,7 @@ def team(*ids: str, **orchestrator: Any) -> Team:
 async def run(tmp_path: Path, t: Team, events: list[dict[str, Any]]) -> Any:
     engine = Engine(tmp_path / ".massgen", Environment({}))
     with anyio.fail_after(30):
-        return await engine.run(t, "task", listener=events.append)
+        return await engine.prepare(t, "task", listener=events.append).start()
 
 
 async def test_a_vote_on_a_stale_view_is_ignored_and_the_agent_looks_again(
@@ -94,8 +94,8 @@ async def test_a_vote_on_a_stale_view_is_ignored_and_the_agent_looks_again(
     with anyio.fail_after(30):
         # MassGen's behaviour (no first-answer wait): a answers and votes before b's first
         # answer exists.
-        result = await engine.run(team("a", "b", first_answer_wait_seconds=0), "task",
-                                  listener=listener)
+        result = await engine.prepare(team("a", "b", first_answer_wait_seconds=0), "task",
+                                  listener=listener).start()
 
     ignored = [e for e in events if e["kind"] == "vote_ignored"]
     assert [e["agent"] for e in ignored] == ["a"]

@@ -47,7 +47,7 @@ def listener(event):
     if event["kind"] == "answer":
         print("ANSWERED", flush=True)
 
-anyio.run(lambda: engine.run(team, "Which queue?", listener=listener))
+anyio.run(lambda: engine.prepare(team, "Which queue?", listener=listener).start())
 """
 
 
@@ -104,7 +104,7 @@ async def test_redis_gone_mid_run_the_run_finishes_and_its_record_catches_up(
             answered.set()
 
     async def run() -> RunResult:
-        return await engine.run(team, "Which queue?", listener=listener)
+        return await engine.prepare(team, "Which queue?", listener=listener).start()
 
     try:
         with anyio.fail_after(WAIT):
@@ -121,7 +121,7 @@ async def test_redis_gone_mid_run_the_run_finishes_and_its_record_catches_up(
     with pytest.raises(MassgenError, match=r"did not answer.*redis-server is running"):
         store.load(result.run_id)  # a read says what is wrong; nothing crashes
     with pytest.raises(MassgenError, match="did not answer"):
-        await engine.run(team, "Another?")  # a new run is refused clearly
+        await engine.prepare(team, "Another?").start()  # a new run is refused clearly
     redis_server.restart()
     with anyio.fail_after(WAIT):  # the lease thread writes what waited
         while True:

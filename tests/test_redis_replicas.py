@@ -125,7 +125,7 @@ async def test_concurrent_runs_of_two_processes_keep_their_own_records(
                                         ("b", "openai_chat", f"many-{n}")])
 
             async def one(team: Team = team, n: int = n) -> None:
-                results.append(await engines[n % 2].run(team, f"question {n}"))
+                results.append(await engines[n % 2].prepare(team, f"question {n}").start())
 
             tg.start_soon(one)
     reader = open_store(redis_url, tmp_path / "reader")

@@ -39,7 +39,7 @@ async def test_a_run_recorded_in_redis_is_read_back_by_another_store(
     store = open_store(redis_url, tmp_path / "one")
     assert isinstance(store, RedisStore)
     engine = Engine(tmp_path / "one", Environment({}), store=store)
-    result = await engine.run(team, "What is six times seven?")
+    result = await engine.prepare(team, "What is six times seven?").start()
     assert result.status == "completed"
 
     other = open_store(redis_url, tmp_path / "two")  # another process's view

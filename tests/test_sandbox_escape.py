@@ -214,7 +214,8 @@ async def test_a_sparse_file_in_the_winners_workspace_is_not_read_or_written_bac
     team = team_from_data({"agents": [{"id": "coder", "backend": backend}], "orchestrator": {
         "context_paths": [{"path": str(proj), "permission": "write"}]}}, "t.yaml",
         Environment({}))
-    result = await Engine(tmp_path / ".massgen", Environment({})).run(team, "Set VALUE to 2")
+    engine = Engine(tmp_path / ".massgen", Environment({}))
+    result = await engine.prepare(team, "Set VALUE to 2").start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     assert (proj / "app.py").read_text() == "VALUE = 2\n"  # the real change still lands
     assert not (proj / "big.bin").exists()

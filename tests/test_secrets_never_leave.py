@@ -128,7 +128,7 @@ async def test_seeding_skips_secret_files_and_outputs_are_redacted_before_provid
     team = team_from_data({"agents": [{"id": "reader", "backend": backend}], "orchestrator": {
         "context_paths": [{"path": str(proj)}]}}, "t.yaml", Environment({}))
     state = tmp_path / ".massgen"
-    result = await Engine(state, Environment({})).run(team, "What is in the project?")
+    result = await Engine(state, Environment({})).prepare(team, "What is in the project?").start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     sent = _sent(provider)
     assert "notes.txt" in sent and "execute_command" in sent  # the command did run
@@ -205,7 +205,7 @@ async def test_the_state_directory_is_private_and_every_record_is_0600(
     team = team_from_data({"agents": [{"id": "a", "backend": provider.backend(
         "openai", "m1", max_retries=0)}]}, "t.yaml", Environment({}))
     state = tmp_path / ".massgen"
-    result = await Engine(state, Environment({})).run(team, "Which queue?")
+    result = await Engine(state, Environment({})).prepare(team, "Which queue?").start()
     assert result.status == "completed"
     run_dir = state / "runs" / result.run_id
     for d in (state, state / "runs", run_dir):

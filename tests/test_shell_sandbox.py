@@ -138,7 +138,8 @@ async def test_api_agent_shell_output_is_its_answers_workspace(
         "context_paths": [{"path": str(proj), "permission": "write"}]}}, "t.yaml",
         Environment({}))
     assert not any("shell" in w for w in team.warnings), team.warnings
-    result = await Engine(tmp_path / ".massgen", Environment({})).run(team, "Set VALUE to 2")
+    engine = Engine(tmp_path / ".massgen", Environment({}))
+    result = await engine.prepare(team, "Set VALUE to 2").start()
     assert result.status == "completed", (result.error, [a.error for a in result.agents])
     assert (proj / "app.py").read_text() == "VALUE = 2\n"
     assert result.workspace is not None and result.workspace.applied == [str(proj / "app.py")]

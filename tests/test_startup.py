@@ -209,5 +209,5 @@ def test_what_the_app_was_told_before_its_engine_existed_applies_to_it(tmp_path:
     app.shut_down("stopping")
     engine = app.engine  # made now, at first use
     assert engine.pool.standbys.size == 3
-    assert engine.executor.shutting_down and engine.executor.stop_reason == "stopping"
+    assert engine.runner.shutdown_reason == "stopping"
     assert app.state == engine.state == tmp_path / ".massgen"

@@ -73,8 +73,8 @@ async def test_a_run_reads_back_the_same_through_another_store(
     team = make_team(provider, [("a", "openai_chat", "contract-a"),
                                 ("b", "openai_chat", "contract-b")])
     engine = Engine(tmp_path / "state", Environment({}), store=records)
-    first = await engine.run(team, "What is six times seven?")
-    second = await engine.run(team, "What is seven times six?")
+    first = await engine.prepare(team, "What is six times seven?").start()
+    second = await engine.prepare(team, "What is seven times six?").start()
     assert (first.status, second.status) == ("completed", "completed")
 
     assert other.ids() == [second.run_id, first.run_id]  # newest first
@@ -190,8 +190,8 @@ async def test_export_writes_files_the_file_store_and_the_viewer_read(
         provider: ScriptedProvider, records: RunRecords, tmp_path: Path) -> None:
     provider.script("export-a", answer_then_vote("Use SQS"))
     team = make_team(provider, [("a", "openai_chat", "export-a")])
-    result = await Engine(tmp_path / "state", Environment({}), store=records).run(
-        team, "Which queue?")
+    result = await Engine(tmp_path / "state", Environment({}), store=records).prepare(
+        team, "Which queue?").start()
     out = export_run(records, result.run_id, tmp_path / "exported")
     assert sorted(p.name for p in out.iterdir()) == ["events.jsonl", "meta.json",
                                                      "result.json", "status.json"]
@@ -217,8 +217,8 @@ async def test_the_viewer_serves_and_streams_a_run_from_the_store(
         tmp_path: Path) -> None:
     provider.script("viewer-a", answer_then_vote("Use SQS"))
     team = make_team(provider, [("a", "openai_chat", "viewer-a")])
-    result = await Engine(tmp_path / "state", Environment({}), store=records).run(
-        team, "Which queue for the viewer?")
+    result = await Engine(tmp_path / "state", Environment({}), store=records).prepare(
+        team, "Which queue for the viewer?").start()
     transport = httpx.ASGITransport(app=viewer_app(other))
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
         listing = await http.get("/runs")

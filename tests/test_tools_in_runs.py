@@ -155,7 +155,7 @@ async def test_no_orphans_after_timeout_and_cancel(provider, tmp_path, no_orphan
     team2 = team_with_tools(provider, [("h", "openai", "h1", {"t": TEST_SERVER})])
     async with anyio.create_task_group() as tg:
         async def go() -> None:
-            await engine.run(team2, "t")
+            await engine.prepare(team2, "t").start()
 
         tg.start_soon(go)
         await provider.wait_for("h1", 2, timeout=30)

@@ -62,7 +62,7 @@ async def _recorded_run(provider: Any, state: Path) -> str:
     provider.script("v-carol", _carol)
     team = make_team(provider, [("alice", "openai", "v-alice"), ("bob", "anthropic", "v-bob"),
                                 ("carol", "gemini", "v-carol")], early_stop=False)
-    prepared = Engine(state, Environment({})).prepare_run(team, "Which queue should we use?")
+    prepared = Engine(state, Environment({})).prepare(team, "Which queue should we use?")
     result = await prepared.start()
     assert result.status == "completed" and result.winner and result.winner.agent_id == "alice"
     return prepared.run_id
@@ -188,7 +188,7 @@ async def test_a_live_run_updates_the_page_while_it_moves(provider, tmp_path: Pa
     provider.script("l-bob", bob)
     team = make_team(provider, [("alice", "openai", "l-alice"), ("bob", "anthropic", "l-bob")])
     state = tmp_path / "state"
-    prepared = Engine(state, Environment({})).prepare_run(team, "Pick a design")
+    prepared = Engine(state, Environment({})).prepare(team, "Pick a design")
     running = asyncio.create_task(prepared.start())
     try:
         with viewer(state, "latest") as url:
@@ -257,7 +257,7 @@ async def test_plan_and_checkpoint_runs_show_their_structure(provider, tmp_path:
     fmt = (PlanAnswerFormat("dynamic") if mode == "plan"
            else CheckpointAnswerFormat(["Bash"], [{"id": "deploy", "description": "ship v2"}]))
     state = tmp_path / "state"
-    prepared = Engine(state, Environment({})).prepare_run(team, "Ship v2", mode=mode,
+    prepared = Engine(state, Environment({})).prepare(team, "Ship v2", mode=mode,
                                                           answer_format=fmt)
     assert (await prepared.start()).status == "completed"
     out = tmp_path / "report.html"

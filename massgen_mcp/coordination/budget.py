@@ -1,6 +1,7 @@
 """A run's budgets: provider calls, tokens and money, checked on every provider call.
 
-`Budget` is what a conversation (converse.py) reports each call to. The call cap is checked
+`Budget` is what a conversation (converse.py) reports each call to, with the per-turn limits,
+the call deadline and the redaction every outgoing message goes through. The call cap is checked
 before a call starts, so a run never makes more calls than its cap; tokens and cost are
 checked when a call ends (a call's cost is only known then). Reaching any of them stops the
 run with status `budget_exceeded` and the best answer so far.
@@ -14,31 +15,36 @@ from typing import Any
 from massgen_mcp.config.orchestration import OrchestratorConfig
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.limits import call_deadline
+from massgen_mcp.coordination.stop import RunStop
 from massgen_mcp.messages import Usage
 
-Stop = Callable[[str], None]  # stops the run with this explanation
 Emit = Callable[..., None]
 
 
 class Budget:
-    """Implements converse.RunHooks for one run."""
+    """One run's budgets, and what a conversation needs of the run besides (converse.py)."""
 
     def __init__(self, cfg: OrchestratorConfig, agents: list[AgentState], *, with_tools: int,
-                 stop: Stop, emit: Emit) -> None:
+                 stop: RunStop, emit: Emit, redact: Callable[[str], str] | None = None
+                 ) -> None:
         self.cfg = cfg
         self.agents = agents
         self.max_attempts_per_turn = cfg.max_attempts_per_turn
         self.max_tool_calls_per_turn = cfg.max_tool_calls_per_turn
         self.call_timeout_seconds: float | None = call_deadline(cfg)
-        self.redact: Callable[[str], str] | None = None  # set by the orchestrator
+        #: The run's redaction (configured keys, the server's token, ...), applied to every
+        #: message before it goes to a provider: tool outputs and other agents' answers may
+        #: carry a secret that the task and context screening never saw. None: none.
+        self.redact = redact
         self.call_cap = cfg.provider_call_cap(len(agents), with_tools)
         self.calls_started = 0
-        self.stopped = False
-        self._stop = stop
+        #: The run's stop state: a run that is stopping (for whatever reason) makes no call.
+        self.run_stop = stop
         self._emit = emit
 
     def starting_call(self, a: AgentState) -> bool:
-        if self.stopped:
+        """False when the run may make no more provider calls (it is being stopped)."""
+        if self.run_stop.requested:
             return False
         if self.calls_started >= self.call_cap:
             self._emit("budget_exceeded", max_provider_calls=self.call_cap)
@@ -50,7 +56,7 @@ class Budget:
 
     def finished_call(self, a: AgentState, usage: Usage) -> None:
         a.usage.add(usage)
-        if self.stopped:
+        if self.run_stop.requested:
             return
         tokens = self.cfg.max_total_tokens
         if tokens is not None and sum(b.usage.total_tokens for b in self.agents) > tokens:
@@ -66,8 +72,7 @@ class Budget:
                           f"max_cost_usd={limit:g}")
 
     def stop(self, detail: str) -> None:
-        self.stopped = True
-        self._stop(detail)
+        self.run_stop.request("budget_exceeded", detail)
 
     def emit(self, kind: str, **data: Any) -> None:
         self._emit(kind, **data)

@@ -13,8 +13,9 @@ do wrong is read the way a careful human would, and noted on the agent:
   "Done", "I have already answered": faithful.is_chatter);
 - an invalid call gets the problems back as a tool error, up to `max_attempts_per_turn`.
 
-Every provider call goes through `call_model`, which counts it (cancelled ones too, their
-prompt tokens estimated) and lets the run refuse it when a budget is used up.
+Every provider call goes through `call_model`, which counts it against the run's `Budget`
+(cancelled ones too, their prompt tokens estimated), redacts what it sends, and lets the run
+refuse it when a budget is used up or the run is stopping.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from typing import Protocol
 
 import anyio
 
 from massgen_mcp.backends.sampling import parse_text_call
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
+from massgen_mcp.coordination.budget import Budget
 from massgen_mcp.coordination.faithful import is_chatter
 from massgen_mcp.coordination.workflow import NEW_ANSWER, WORKFLOW_TOOLS, Decision
 from massgen_mcp.errors import BackendError, TransientBackendError
@@ -49,25 +50,9 @@ from massgen_mcp.messages import (
 Check = Callable[[list[ToolCall]], "Decision | list[str] | str"]
 
 
-class RunHooks(Protocol):
-    """What a conversation needs from the run: accounting, budgets and events."""
-
-    max_attempts_per_turn: int
-    max_tool_calls_per_turn: int
-    #: Seconds one provider call may take (limits.call_deadline); None: no deadline.
-    call_timeout_seconds: float | None
-    #: The run's redaction (configured keys, the server's token, ...), applied to every
-    #: message before it goes to a provider: tool outputs and other agents' answers may
-    #: carry a secret that the task and context screening never saw. None: none.
-    redact: Callable[[str], str] | None
-
-    def starting_call(self, a: AgentState) -> bool:
-        """False when the run may make no more provider calls (it is being stopped)."""
-        ...
-
-    def finished_call(self, a: AgentState, usage: Usage) -> None: ...
-
-    def emit(self, kind: str, **data: object) -> None: ...
+#: presentation.py's name for the budget a conversation reports to (kept until that module
+#: says `budget` too: issue 33).
+RunHooks = Budget
 
 
 def estimate_tokens(messages: list[Message], tools: list[ToolSpec]) -> int:
@@ -89,15 +74,15 @@ def outgoing(messages: list[Message], redact: Callable[[str], str]) -> list[Mess
 
 
 async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpec],
-                     hooks: RunHooks, step: Step | None = None) -> Turn:
+                     budget: Budget, step: Step | None = None) -> Turn:
     """One provider call, counted whatever happens to it; `step` is what function and test
     backends read as `current_step()`."""
-    if not hooks.starting_call(a):
+    if not budget.starting_call(a):
         await anyio.lowlevel.checkpoint()  # the run is being cancelled: this raises
         raise BackendError("the run may make no more provider calls")
-    deadline = hooks.call_timeout_seconds
-    if hooks.redact is not None:
-        messages = outgoing(messages, hooks.redact)
+    deadline = budget.call_timeout_seconds
+    if budget.redact is not None:
+        messages = outgoing(messages, budget.redact)
     turn: Turn | None = None
     try:
         with anyio.move_on_after(deadline) as scope, at_step(step):
@@ -105,17 +90,17 @@ async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpe
     except anyio.get_cancelled_exc_class():
         # The provider still computes (and bills) a call we stop listening to.
         estimate = estimate_tokens(messages, tools)
-        hooks.finished_call(a, Usage(input_tokens=estimate, calls=1, cancelled_calls=1,
+        budget.finished_call(a, Usage(input_tokens=estimate, calls=1, cancelled_calls=1,
                                      estimated_input_tokens=estimate))
         raise
     except BackendError as e:
         if e.status is not None or isinstance(e, TransientBackendError):
-            hooks.finished_call(a, Usage(calls=1))  # the provider was reached
+            budget.finished_call(a, Usage(calls=1))  # the provider was reached
         raise
     if turn is None or scope.cancelled_caught:
         # Past the deadline: a model that does not stop must not hold the whole team.
         estimate = estimate_tokens(messages, tools)
-        hooks.finished_call(a, Usage(input_tokens=estimate, calls=1, cancelled_calls=1,
+        budget.finished_call(a, Usage(input_tokens=estimate, calls=1, cancelled_calls=1,
                                      estimated_input_tokens=estimate))
         raise TransientBackendError(
             f"no reply within the {deadline:g}s deadline of one call (call_timeout_seconds; "
@@ -124,7 +109,7 @@ async def call_model(a: AgentState, messages: list[Message], tools: list[ToolSpe
     a.add_native(turn.provider_data)
     u = turn.usage
     # A coding-agent CLI turn may make several model calls; it reports how many.
-    hooks.finished_call(a, Usage(u.input_tokens, u.output_tokens, calls=max(u.calls, 1),
+    budget.finished_call(a, Usage(u.input_tokens, u.output_tokens, calls=max(u.calls, 1),
                                  estimated_input_tokens=u.estimated_input_tokens))
     return turn
 
@@ -134,7 +119,7 @@ async def converse(
     messages: list[Message],
     workflow_tools: list[ToolSpec],
     check: Check,
-    hooks: RunHooks,
+    budget: Budget,
     step: Step | None = None,
     standing: Decision | None = None,
 ) -> Decision | str:
@@ -144,13 +129,13 @@ async def converse(
     errors propagate (`BackendError`). `standing`: what a text reply after the reminder
     means from an agent that already has an answer (None: nothing, the turn fails).
     """
-    tool_calls_left = hooks.max_tool_calls_per_turn
+    tool_calls_left = budget.max_tool_calls_per_turn
     invalid, reminded = 0, False
     workflow_names = {t.name for t in workflow_tools}
     while True:
         mcp_tools = a.toolbox.tools if a.toolbox and tool_calls_left > 0 else []
         offered = [*workflow_tools, *mcp_tools]
-        turn = await call_model(a, messages, offered, hooks, step)
+        turn = await call_model(a, messages, offered, budget, step)
         calls, native = list(turn.tool_calls), True
         if not calls and turn.text.strip():
             written = parse_text_call(turn.text, {t.name for t in offered})
@@ -160,7 +145,7 @@ async def converse(
         if not calls:
             if not reminded:
                 reminded = True
-                hooks.emit("reminder", agent=a.spec.id)
+                budget.emit("reminder", agent=a.spec.id)
                 messages = [*messages, turn.as_message(), user(prompts.reminder(workflow_tools))]
                 continue
             text = turn.text.strip()
@@ -199,13 +184,13 @@ async def converse(
                 for c in calls:
                     if c.repaired:
                         a.note(f"{c.name} arguments: {c.repaired}")
-                results = await _run_tools(a, calls, tool_calls_left, hooks)
+                results = await _run_tools(a, calls, tool_calls_left, budget)
                 tool_calls_left -= len(calls)
                 messages = [*messages, *_replay(turn, calls, native, results)]
                 continue
         invalid += 1
-        hooks.emit("invalid_call", agent=a.spec.id, problems=problems, attempt=invalid)
-        if invalid >= hooks.max_attempts_per_turn:
+        budget.emit("invalid_call", agent=a.spec.id, problems=problems, attempt=invalid)
+        if invalid >= budget.max_attempts_per_turn:
             return (f"no valid new_answer/vote after {invalid} attempts; last problem: "
                     f"{problems[0]}")
         error_text = "Not accepted: " + " | ".join(problems)
@@ -227,20 +212,20 @@ def _replay(turn: Turn, calls: list[ToolCall], native: bool,
     return [Message(role="assistant", content=turn.text), user(text)]
 
 
-async def _run_tools(a: AgentState, calls: list[ToolCall], budget: int,
-                     hooks: RunHooks) -> list[Message]:
+async def _run_tools(a: AgentState, calls: list[ToolCall], calls_left: int,
+                     budget: Budget) -> list[Message]:
     """Run one reply's MCP tool calls concurrently; each becomes a tool result message."""
     assert a.toolbox is not None
     toolbox = a.toolbox
     results: list[Message | None] = [None] * len(calls)
 
     async def one(i: int, call: ToolCall) -> None:
-        if i >= budget:
+        if i >= calls_left:
             results[i] = tool_result(call, "Not run: the tool-call limit for this turn is "
                                      "reached. Call new_answer or vote now.", is_error=True)
             return
         text, is_error = await toolbox.call(call)
-        hooks.emit("tool_call", agent=a.spec.id, tool=call.name, is_error=is_error)
+        budget.emit("tool_call", agent=a.spec.id, tool=call.name, is_error=is_error)
         results[i] = tool_result(call, text, is_error=is_error)
 
     async with anyio.create_task_group() as tg:

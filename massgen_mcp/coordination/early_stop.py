@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from massgen_mcp.config.orchestration import OrchestratorConfig
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.agreement import agreement_of, decided, split_problem
-from massgen_mcp.coordination.result import candidates, current_votes, pick_winner
+from massgen_mcp.coordination.tally import candidates, current_votes, pick_winner
 from massgen_mcp.coordination.workflow import Decision
 
 #: Why a vote turn still running when the final answer was out cast no vote.

@@ -10,7 +10,7 @@ One task per agent. Rules (see shared/reference/consensus-semantics.md):
 - a vote from an agent whose restart is pending is ignored;
 - the vote is decided when every live agent has voted, or sooner when the outstanding votes
   can no longer change the winner (early stop, early_stop.py); most votes wins, ties go to
-  config order;
+  config order (tally.py); what follows the decision is ending.py's;
 - a winner below `min_agreement` of the votes, or (by default, in a team of three or more)
   with a single vote, is no winner: the run ends `no_consensus` (agreement.split_problem);
 - the winner presents the final answer (unless `skip_final_presentation`), checked against
@@ -20,8 +20,9 @@ One task per agent. Rules (see shared/reference/consensus-semantics.md):
 - answers are shown in a seeded order per voter and round (turns.py).
 
 Bounds (time, tokens, cost, provider calls) stop the run with the best answer so far
-(budget.py); `max_new_answers_per_agent` makes an agent vote-only. A failed turn is retried
-once; a second failed turn, or a permanent error (auth, unknown model), drops the agent.
+(budget.py), as a cancel does: every stop goes through the run's one `RunStop` (stop.py).
+`max_new_answers_per_agent` makes an agent vote-only. A failed turn is retried once; a
+second failed turn, or a permanent error (auth, unknown model), drops the agent.
 """
 
 from __future__ import annotations
@@ -39,26 +40,20 @@ from massgen_mcp.config.team import Team
 from massgen_mcp.coordination.agent import AgentState, Toolbox
 from massgen_mcp.coordination.answers import AnswerFormat, ParsedAnswer, TextAnswer
 from massgen_mcp.coordination.budget import Budget
-from massgen_mcp.coordination.early_stop import (
-    CUT_AT_FINAL,
-    NO_NEW_TURN,
-    cut_at_final,
-    late_reason,
-    settled_vote,
-    verdict,
-)
-from massgen_mcp.coordination.families import independence_shortfall
-from massgen_mcp.coordination.presentation import present
-from massgen_mcp.coordination.result import (
-    RunResult,
-    RunStatus,
-    build_result,
-    status_error,
-)
+from massgen_mcp.coordination.early_stop import CUT_AT_FINAL, NO_NEW_TURN, late_reason
+from massgen_mcp.coordination.ending import Ending
+from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.coordination.reviewers import reads, set_up_reviews
+from massgen_mcp.coordination.snapshot import build_result, status_error
+from massgen_mcp.coordination.stop import RunStop
 from massgen_mcp.coordination.stragglers import Stragglers
-from massgen_mcp.coordination.turns import guarded_turn, shuffle_seed, wait_for_first_answers
+from massgen_mcp.coordination.turns import (
+    coordination_turn,
+    shuffle_seed,
+    wait_for_first_answers,
+)
 from massgen_mcp.coordination.workflow import Decision
+from massgen_mcp.errors import BackendError, TransientBackendError
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +78,7 @@ class Orchestrator:
         toolboxes: dict[str, Toolbox] | None = None,
         emit: EventSink | None = None,
         redact: Callable[[str], str] | None = None,
+        stop: RunStop | None = None,
     ) -> None:
         self.team = team
         self.cfg = team.orchestrator
@@ -102,29 +98,19 @@ class Orchestrator:
         ]
         self._by_anon = {a.anon: a for a in self.agents}
         self.reviews = set_up_reviews(self.cfg, task, self.agents)
-        self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes),
-                             stop=lambda detail: self.cancel("budget_exceeded", detail),
-                             emit=self._emit)
-        self.budget.redact = redact  # every message to a provider goes through it
+        #: Why the run stops early, if it does: the run's one stop state (stop.py).
+        self.stop = stop or RunStop()
+        self.budget = Budget(self.cfg, self.agents, with_tools=len(toolboxes), stop=self.stop,
+                             emit=self._emit, redact=redact)
         self.stragglers = Stragglers(self.cfg, self.agents, self._cut_off)
         self.seed = shuffle_seed(self.cfg, task, [a.spec.id for a in self.agents])
+        #: How the vote ends: decided, winner, final answer, who cast no vote (ending.py).
+        self.ending = Ending(self.cfg, self.agents, self._emit)
         self._changed: anyio.Event | None = None
-        self._presented = False
-        self._no_consensus = False
-        self._early_stopped = 0  # vote turns still running when the final answer was out
-        self._final_out = False
-        self._why_not_voted: dict[str, str] = {}  # agent id -> why it cast no vote
         self._watch_scope = anyio.CancelScope()
         self._loops: anyio.abc.TaskGroup | None = None
-        self._stop_reason: RunStatus | None = None
-        self._stop_detail: str | None = None
-        self._consensus = False
-        self._finished = False
         self._restarts = 0
-        self._final: ParsedAnswer | None = None
-        self._winner: AgentState | None = None
         self._tg: anyio.abc.TaskGroup | None = None
-        self._outer: anyio.CancelScope | None = None
         self._t0 = 0.0
         self.started_at = ""
 
@@ -145,9 +131,7 @@ class Orchestrator:
                            "max_cost_usd cannot count this agent's calls")
         with anyio.CancelScope(deadline=anyio.current_time()
                                + self.cfg.orchestrator_timeout_seconds) as outer:
-            self._outer = outer
-            if self._stop_reason is not None:  # cancelled before it started
-                outer.cancel()
+            self.stop.bind(outer)  # a stop asked before the run started stops it now
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self._watch_stragglers)
@@ -157,48 +141,39 @@ class Orchestrator:
                         loops.start_soon(self._agent_loop, agent)
                 self._watch_scope.cancel()  # every agent is done: stop the straggler watch
                 # leaving `tg` waits for the final presentation (`_finish`), if it started
-        if outer.cancelled_caught and self._stop_reason is None:
-            self._stop_reason = "timeout"
+        if outer.cancelled_caught and not self.stop.requested:
+            self.stop.request("timeout")
             self._emit("timeout", seconds=self.cfg.orchestrator_timeout_seconds)
-        self.settle()
+        self.ending.settle()
         result = self.result()
         self._emit("run_finished", status=result.status,
                    winner=result.winner.agent_id if result.winner else None,
                    elapsed=round(result.elapsed_seconds, 3))
         return result
 
-    def cancel(self, reason: RunStatus = "cancelled", detail: str | None = None) -> None:
-        """Stop the run now; `run()` returns with this status and the best answer so far."""
-        if self._stop_reason is None:
-            self._stop_reason = reason
-            self._stop_detail = detail
-        if self._outer is not None:
-            self._outer.cancel()
-
     def result(self) -> RunResult:
         """The current state as a RunResult (status `running` while the run is live)."""
-        status: RunStatus = self._stop_reason or (
-            "running" if not self._finished else "no_consensus" if self._no_consensus else
-            ("degraded" if any(not a.live for a in self.agents) else "completed")
-            if self._consensus else "failed")
+        end = self.ending
+        status = end.status(self.stop.status)
         return build_result(
             self.agents, run_id=self.run_id, status=status, task=self.task,
-            final=self._final, winner=self._winner, restarts=self._restarts,
+            final=end.final, winner=end.winner, restarts=self._restarts,
             error=status_error(status, self.agents, self.cfg.orchestrator_timeout_seconds,
-                               has_answer=self._final is not None, detail=self._stop_detail),
+                               has_answer=end.final is not None,
+                               detail=self.stop.detail or end.split),
             elapsed=round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
             started_at=self.started_at, team=self.team.name, log_dir=self.log_dir,
-            presented=self._presented, shuffle_seed=self.seed,
-            early_stop_cancelled_turns=self._early_stopped, not_voted=self._why_not_voted,
+            presented=end.presented, shuffle_seed=self.seed,
+            early_stop_cancelled_turns=end.cut_turns, not_voted=end.why_not_voted,
             reviews=self.reviews)
 
     # ------------------------------------------------------------------ the loop
 
     async def _agent_loop(self, a: AgentState) -> None:
         while a.live:
-            if self._consensus:  # the vote is decided: no new turn starts
+            if self.ending.decided:  # no new turn starts
                 if a.vote is None:
-                    self._why_not_voted.setdefault(a.spec.id, NO_NEW_TURN)
+                    self.ending.why_not_voted.setdefault(a.spec.id, NO_NEW_TURN)
                 return
             if a.vote is not None and not a.restart_pending:
                 assert self._changed is not None
@@ -212,16 +187,22 @@ class Orchestrator:
                 a.scope = scope
                 a.turn_started = anyio.current_time()
                 self._signal_change()  # the straggler watch looks at who is working
+                permanent = False  # a failed turn's error: is it for good (auth, model)?
                 try:
-                    outcome, permanent = await guarded_turn(
+                    outcome: Decision | str = await coordination_turn(
                         a, self.agents, cfg=self.cfg, fmt=self.fmt, task=self.task,
-                        context=self.context, hooks=self.budget, seed=self.seed,
+                        context=self.context, budget=self.budget, seed=self.seed,
                         emit=self._emit)
+                except BackendError as e:
+                    outcome, permanent = str(e), not isinstance(e, TransientBackendError)
+                except Exception as e:  # a backend bug must cost this agent a turn, not the run
+                    log.exception("agent %s: unexpected error", a.spec.id)
+                    outcome = f"unexpected error: {type(e).__name__}: {e}"
                 finally:
                     a.scope = None
             if scope.cancelled_caught:
                 continue  # a newer answer arrived (or it was cut off): look again
-            if self._consensus:  # the vote was decided while this turn ran
+            if self.ending.decided:  # the vote was decided while this turn ran
                 self._late(a, outcome)
                 return
             a.longest_turn = max(a.longest_turn, anyio.current_time() - (a.turn_started or 0))
@@ -288,10 +269,10 @@ class Orchestrator:
     def _late(self, a: AgentState, outcome: Decision | str) -> None:
         """A turn that ended after the vote was decided: a vote counts (the final answer is
         not out yet); anything else is recorded as why the agent cast no vote."""
-        why = late_reason(outcome, a.restart_pending, self._final_out)
+        why = late_reason(outcome, a.restart_pending, self.ending.final_out)
         if why is None and isinstance(outcome, Decision):
             return self._on_vote(a, outcome)
-        self._why_not_voted[a.spec.id] = why = why or CUT_AT_FINAL
+        self.ending.why_not_voted[a.spec.id] = why = why or CUT_AT_FINAL
         a.note(f"cast no vote: {why}")
         self._emit("vote_missing", agent=a.spec.id, reason=why,
                    message=f"{a.spec.id} cast no vote: {why}")
@@ -318,25 +299,10 @@ class Orchestrator:
         self._signal_change()
 
     def _check_consensus(self) -> None:
-        if self._consensus:
+        """When the vote becomes decided, the winner presents now, beside any outstanding
+        votes."""
+        if not self.ending.decide():
             return
-        live = [b for b in self.agents if b.live]
-        if live and all(b.vote is not None and not b.restart_pending for b in live):
-            self._end_voting()
-            return
-        early = settled_vote(self.cfg, self.agents)
-        if early is None:
-            return
-        winner, outstanding = early
-        self._emit("early_stop", winner=winner, outstanding=len(outstanding),
-                   agents=[b.spec.id for b in outstanding],
-                   message=f"outcome decided: the final answer starts while {len(outstanding)} "
-                           "vote(s) are still on their way (they count if they arrive first)")
-        self._end_voting()
-
-    def _end_voting(self) -> None:
-        """The vote is decided: the winner presents now, beside any outstanding votes."""
-        self._consensus = True
         self._watch_scope.cancel()  # a vote slower than the presentation is no straggler
         if self._tg is not None:
             self._tg.start_soon(self._finish)
@@ -347,10 +313,9 @@ class Orchestrator:
 
     async def _finish(self) -> None:
         """Present the final answer; then cancel the vote turns still running (counted)."""
-        await self._finish_with_winner()
-        self._final_out = True
-        running = cut_at_final(self.agents, self._why_not_voted)
-        self._early_stopped = len(running)
+        await self.ending.present(task=self.task, context=self.context, fmt=self.fmt,
+                                  budget=self.budget, changed=self._changed_event)
+        running = self.ending.cut_at_final()
         if running:
             self._emit("votes_cancelled", agents=running,
                        message=f"{len(running)} vote turn(s) still running when the final "
@@ -366,48 +331,6 @@ class Orchestrator:
         assert self._changed is not None
         self._changed.set()
         self._changed = anyio.Event()
-
-    # ------------------------------------------------------------------ the end
-    async def _finish_with_winner(self) -> None:
-        v = verdict(self.cfg, self.agents)
-        if v.winner is None:
-            return
-        w = self._winner = v.winner
-        self._emit("consensus", winner=w.spec.id, label=w.label, tally=dict(v.tally),
-                   message=f"{w.spec.id} wins with {v.tally[w.spec.id]} votes")
-        self._final = w.answers[-1]  # stands if the presentation fails or is cut short
-        if v.problem:
-            self._no_consensus = True
-            self._stop_detail = v.problem
-            self._emit("no_consensus", leader=w.spec.id, min_agreement=self.cfg.min_agreement,
-                       tally=dict(v.tally), message=v.problem)
-            return
-        short = independence_shortfall(self.cfg.min_independent_share, self.agents, w)
-        if short is not None:  # one model family's votes are not independent votes
-            self._no_consensus, self._stop_detail = True, short
-            self._emit("no_consensus", leader=w.spec.id, message=short)
-            return
-        if self.cfg.skip_final_presentation or not w.live:
-            return
-        while w.scope is not None:  # one agent does one thing at a time: its own vote first
-            await self._changed_event().wait()
-        self._emit("presentation_started", agent=w.spec.id,
-                   message=f"{w.spec.id} is presenting the final answer")
-        self._final, self._presented = await present(w, self.agents, task=self.task,
-                                                     context=self.context, fmt=self.fmt,
-                                                     hooks=self.budget)
-        self._emit("presentation_done", agent=w.spec.id, presented=self._presented)
-
-    def settle(self) -> None:
-        """Mark the run over; after a timeout/budget stop/cancel, pick the best answer so far:
-        most votes so far, else the first answer in config order (a deliberate deviation
-        from MassGen's "latest answer": it does not depend on which provider was slowest)."""
-        self._finished = True
-        if self._final is not None:
-            return
-        self._winner = verdict(self.cfg, self.agents).winner
-        if self._winner is not None:
-            self._final = self._winner.answers[-1]
 
     def _emit(self, kind: str, **data: Any) -> None:
         if self._emit_sink is None:

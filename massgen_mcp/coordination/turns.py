@@ -11,7 +11,6 @@ import hashlib
 import logging
 import random
 from collections.abc import Callable
-from typing import Any
 
 import anyio
 
@@ -19,7 +18,8 @@ from massgen_mcp.config.orchestration import OrchestratorConfig
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.answers import AnswerFormat
-from massgen_mcp.coordination.converse import RunHooks, converse
+from massgen_mcp.coordination.budget import Budget
+from massgen_mcp.coordination.converse import converse
 from massgen_mcp.coordination.echo import EchoSources, schema_texts
 from massgen_mcp.coordination.reviewers import reads
 from massgen_mcp.coordination.workflow import (
@@ -30,7 +30,6 @@ from massgen_mcp.coordination.workflow import (
     new_answer_tool,
     vote_tool,
 )
-from massgen_mcp.errors import BackendError, TransientBackendError
 from massgen_mcp.messages import Step, ToolCall
 
 Emit = Callable[..., None]
@@ -85,11 +84,12 @@ async def coordination_turn(
     fmt: AnswerFormat,
     task: str,
     context: str | None,
-    hooks: RunHooks,
+    budget: Budget,
     seed: int | None,
     emit: Emit,
 ) -> Decision | str:
-    """Run one turn of `a` to a Decision (answer or vote) or an error text."""
+    """Run one turn of `a` to a Decision (answer or vote) or an error text; a provider's
+    failure propagates (`BackendError`: the orchestrator counts it against the agent)."""
     order = answer_order(agents, a, seed)
     a.turns += 1
     shown = [prompts.ShownAnswer(b.label or "", fmt.render(b.answers[-1])) for b in order]
@@ -141,19 +141,7 @@ async def coordination_turn(
         return outcome
 
     step = Step("coordinate", fmt.noun, a.label, tuple(targets), answer_ok)
-    return await converse(a, messages, tools, check, hooks, step, standing=standing)
-
-
-async def guarded_turn(a: AgentState, agents: list[AgentState],
-                       **turn: Any) -> tuple[Decision | str, bool]:
-    """`coordination_turn`, with a failure read as (error text, is it permanent?)."""
-    try:
-        return await coordination_turn(a, agents, **turn), False
-    except BackendError as e:
-        return str(e), not isinstance(e, TransientBackendError)
-    except Exception as e:  # a backend bug must cost this agent a turn, not the run
-        log.exception("agent %s: unexpected error", a.spec.id)
-        return f"unexpected error: {type(e).__name__}: {e}", False
+    return await converse(a, messages, tools, check, budget, step, standing=standing)
 
 
 def shuffle_seed(cfg: OrchestratorConfig, task: str, agent_ids: list[str]) -> int | None:

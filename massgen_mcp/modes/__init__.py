@@ -8,4 +8,6 @@ winning answer; `consensus/`, `planning/` and `checkpoint/` have the same inner 
     store.py          where accepted results are kept (not in consensus: the run record is
                       its result)
     run.py            prepare a run of the mode and turn its result into the mode's result
+                      (not in consensus: `App.consensus` prepares it on the engine directly,
+                      and the `RunResult` is its result)
 """

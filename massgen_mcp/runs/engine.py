@@ -2,9 +2,9 @@
 holds.
 
 The `Engine` puts together what each does on its own: the run records (`store.py`, one
-interface), the registry of runs live in this process (`live.py`), the execution of a run
-(`executor.py`) and the backends kept across runs (`pool.py`). Its own part is preparing a
-run, and reading and cancelling runs.
+interface), the registry of runs live in this process (`live.py`), running a run here
+(`runner.py`) or handing it to a worker (`scale/dispatch.py`), and the backends kept across
+runs (`pool.py`). Its own part is preparing a run, and reading and cancelling runs.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from massgen_mcp.errors import InputError, MassgenError, RunNotFoundError
 from massgen_mcp.inputs import screen_inputs
 from massgen_mcp.paths import state_dir
 from massgen_mcp.redaction import Redactor, configured_secrets, install_log_redaction
-from massgen_mcp.runs.executor import Executor
 from massgen_mcp.runs.live import Listener, LiveRun
 from massgen_mcp.runs.owners import LOCAL, LOCAL_NAME, Principal, hidden, owner_in
 from massgen_mcp.runs.pool import BackendPool
+from massgen_mcp.runs.runner import SERVER_STOPPED, Runner
 from massgen_mcp.runs.store import RunRecords, RunStore, check_run_id, new_run_id
 
 log = logging.getLogger(__name__)
@@ -41,9 +41,9 @@ __all__ = ["Engine", "Listener", "PreparedRun"]
 
 
 class Dispatch(Protocol):
-    """Executes prepared runs elsewhere (runs/scale/dispatch.py: queued for a worker)."""
+    """Runs prepared runs elsewhere (runs/scale/dispatch.py: queued for a worker)."""
 
-    async def execute(self, prepared: PreparedRun) -> RunResult: ...
+    async def run(self, prepared: PreparedRun) -> RunResult: ...
 
 
 @dataclass
@@ -59,9 +59,9 @@ class PreparedRun:
     backend_context: BackendContext | None = None
     #: Runs on the finished result (e.g. stores the winning plan); its value is `outcome`.
     after: Callable[[RunResult], Any] | None = None
-    #: The call as a worker can make it again (`runs/scale/queue.py` RunJob without the run id:
-    #: mode arguments and team reference), or None when only this process can run it.
-    call: dict[str, Any] | None = None
+    #: The run as a worker can prepare it again (`runs/scale/queue.py` RunJob without the run
+    #: id: mode arguments and team reference), or None when only this process can run it.
+    job: dict[str, Any] | None = None
 
     @property
     def run_id(self) -> str:
@@ -78,13 +78,28 @@ class PreparedRun:
         return self.engine.cancel(self.run_id)
 
     async def start(self) -> RunResult:
+        """Run to the end (here, or on a worker when there are workers and the run has a
+        `job`) and return the final result. Raises nothing but cancellation: whatever fails
+        ends in the run's record."""
         dispatcher = self.engine.dispatcher
-        if dispatcher is not None and self.call is not None:  # a worker runs it
-            return await dispatcher.execute(self)
-        return await self.engine.execute(
-            self.live, self.team, self.task, context=self.context,
-            answer_format=self.answer_format, backend_context=self.backend_context,
-            after=self.after)
+        try:
+            if dispatcher is not None and self.job is not None:
+                return await dispatcher.run(self)
+            return await self.engine.runner.run(
+                self.live, self.team, self.task, context=self.context,
+                answer_format=self.answer_format, backend_context=self.backend_context,
+                after=self.after)
+        except Exception as e:  # a bug even in recording how the run ended: still wake
+            log.exception("run %s: its end could not be recorded", self.run_id)  # waiters
+            live = self.live
+            if live.result is None:
+                live.result = RunResult(run_id=self.run_id, status="failed",
+                                        task=self.task[:500], team=self.team.name,
+                                        log_dir=str(live.record.dir),
+                                        error=f"internal error: {type(e).__name__}: {e}")
+            live.done.set()
+            self.engine.live.pop(self.run_id, None)
+            return live.result
 
 
 class Engine:
@@ -95,7 +110,7 @@ class Engine:
         self.store: RunRecords = store if store is not None else RunStore(self.state)
         self.live: dict[str, LiveRun] = {}
         self.pool = pool if pool is not None else BackendPool()
-        self.executor = Executor(self.env, self.pool, self.live)
+        self.runner = Runner(self.env, self.pool, self.live)
         #: Set on a front end that hands runs to workers (`--store redis://`,
         #: runs/scale/dispatch.py).
         self.dispatcher: Dispatch | None = None
@@ -103,46 +118,7 @@ class Engine:
 
     # ------------------------------------------------------------------ running
 
-    def prepare(self, team: Team, task: str, *, mode: str = "consensus",
-                title: str | None = None, run_id: str | None = None,
-                owner: str = LOCAL_NAME, follow_up_of: str | None = None) -> LiveRun:
-        """Create the run id and record, so callers can return the id before the run starts.
-        `title`: the user's own words when `task` is a prompt built from them (a plan's goal,
-        a checkpoint's objective); pages and reports show it. `run_id`: a worker executing
-        a run a front end prepared attaches to that record instead (`RunRecords.attach`).
-        `owner`: the user who started it (runs/owners.py)."""
-        redactor = Redactor(configured_secrets(team, self.env))
-        install_log_redaction(redactor.secrets)  # the team file's own keys, in debug logs too
-        if run_id is not None:
-            live = LiveRun(run_id, self.store.attach(check_run_id(run_id), redactor),
-                           follow_up_of=follow_up_of)
-            live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
-                                         team=team.name, log_dir=str(live.record.dir),
-                                         follow_up_of=follow_up_of))
-            self.live[run_id] = live
-            return live
-        run_id = new_run_id()
-        meta: dict[str, Any] = {
-            "task": task, "team": team.name, "source": team.source, "mode": mode,
-            "owner": owner,
-            "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
-                       for a in team.agents]}
-        if title and title.strip():
-            meta["title"] = title.strip()[:500]
-        if follow_up_of:
-            meta["follow_up_of"] = follow_up_of
-        if team.warnings:  # keys of the team file accepted but not honoured
-            meta["warnings"] = list(team.warnings)
-        live = LiveRun(run_id, self.store.open(run_id, redactor, meta),
-                       follow_up_of=follow_up_of)
-        # status.json exists from the start, so a run whose process dies is never lost
-        live.record.status(RunResult(run_id=run_id, status="running", task=task[:500],
-                                     team=team.name, log_dir=str(live.record.dir),
-                                     follow_up_of=follow_up_of))
-        self.live[run_id] = live
-        return live
-
-    def prepare_run(
+    def prepare(
         self,
         team: Team,
         task: str,
@@ -157,41 +133,49 @@ class Engine:
         owner: str = LOCAL_NAME,
         follow_up_of: str | None = None,
     ) -> PreparedRun:
-        """A run with its id and record, ready to `start()` (`run_id`: see `prepare`)."""
+        """A run with its id and record, ready to `start()`: callers can return the id before
+        the run starts. `title`: the user's own words when `task` is a prompt built from them
+        (a plan's goal, a checkpoint's objective); pages and reports show it. `run_id`: a
+        worker running a run a front end prepared attaches to that record instead
+        (`RunRecords.attach`). `owner`: the user who started it (runs/owners.py)."""
         if not isinstance(task, str) or not task.strip():
             raise InputError("the task is empty: say what the team should answer or decide")
         # Bounded, and without the configured keys, before anything reaches a provider.
         task, context = screen_inputs(task, context, configured_secrets(team, self.env))
-        live = self.prepare(team, task, mode=mode, title=title, run_id=run_id, owner=owner,
-                            follow_up_of=follow_up_of)
+        redactor = Redactor(configured_secrets(team, self.env))
+        install_log_redaction(redactor.secrets)  # the team file's own keys, in debug logs too
+        if run_id is not None:
+            record = self.store.attach(check_run_id(run_id), redactor)
+        else:
+            run_id = new_run_id()
+            record = self.store.open(run_id, redactor, self._meta(team, task, mode, title,
+                                                                  owner, follow_up_of))
+        live = LiveRun(run_id, record, follow_up_of=follow_up_of)
         if listener is not None:
             live.listeners.append(listener)
+        # status.json exists from the start, so a run whose process dies is never lost
+        record.status(RunResult(run_id=run_id, status="running", task=task[:500],
+                                team=team.name, log_dir=str(record.dir),
+                                follow_up_of=follow_up_of))
+        self.live[run_id] = live
         return PreparedRun(self, live, team, task, context, answer_format, backend_context)
 
-    async def execute(
-        self,
-        live: LiveRun,
-        team: Team,
-        task: str,
-        *,
-        context: str | None = None,
-        answer_format: AnswerFormat | None = None,
-        backend_context: BackendContext | None = None,
-        after: Callable[[RunResult], Any] | None = None,
-    ) -> RunResult:
-        """Run a prepared run to its end (see `Executor.execute`)."""
-        return await self.executor.execute(
-            live, team, task, context=context, answer_format=answer_format,
-            backend_context=backend_context, after=after)
-
-    async def run(
-        self, team: Team, task: str, *, mode: str = "consensus",
-        listener: Listener | None = None, **kwargs: Any,
-    ) -> RunResult:
-        live = self.prepare(team, task, mode=mode)
-        if listener:
-            live.listeners.append(listener)
-        return await self.execute(live, team, task, **kwargs)
+    @staticmethod
+    def _meta(team: Team, task: str, mode: str, title: str | None, owner: str,
+              follow_up_of: str | None) -> dict[str, Any]:
+        """What a front end records when it opens a run (`App.run_meta` reads it back)."""
+        meta: dict[str, Any] = {
+            "task": task, "team": team.name, "source": team.source, "mode": mode,
+            "owner": owner,
+            "agents": [{"id": a.id, "provider": a.provider.name, "model": a.model}
+                       for a in team.agents]}
+        if title and title.strip():
+            meta["title"] = title.strip()[:500]
+        if follow_up_of:
+            meta["follow_up_of"] = follow_up_of
+        if team.warnings:  # keys of the team file accepted but not honoured
+            meta["warnings"] = list(team.warnings)
+        return meta
 
     # ------------------------------------------------------------------ stopping
 
@@ -202,12 +186,9 @@ class Engine:
         live = self.live.get(check_run_id(run_id))
         if live is None or live.result is not None:
             return self.store.request_cancel(run_id)
-        live.cancel_requested = True
+        live.stop.request(self.runner.stop_status())
         if live.remote is not None:  # a worker runs it (a queued one is withdrawn here)
             self.store.request_cancel(run_id)
-            return True
-        if live.orchestrator is not None:
-            live.orchestrator.cancel(self.executor.stop_status())
         return True
 
     async def cancel_and_wait(self, run_id: str, timeout: float = 10.0) -> tuple[bool, str]:
@@ -227,9 +208,7 @@ class Engine:
     def shut_down(self, reason: str | None = None) -> None:
         """From now on, runs that stop are recorded `interrupted`, with `reason` (else the
         reason given before, else that the server stopped)."""
-        if reason:
-            self.executor.stop_reason = reason
-        self.executor.shutting_down = True
+        self.runner.shutdown_reason = reason or self.runner.shutdown_reason or SERVER_STOPPED
         self.pool.kill_standbys()  # warm coding-agent CLIs kept for later runs (pool.py)
 
     async def wait_for_live_runs(self) -> None:

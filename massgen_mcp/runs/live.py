@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from massgen_mcp.coordination.stop import RunStop
+
 if TYPE_CHECKING:
     from massgen_mcp.coordination.orchestrator import Orchestrator
     from massgen_mcp.coordination.result import RunResult
@@ -49,7 +51,9 @@ class LiveRun:
     result: RunResult | None = None
     outcome: Any = None  # what the run's `after` hook returned
     outcome_error: str | None = None  # why the `after` hook failed
-    cancel_requested: bool = False
+    #: The run's one stop state: cancel_run, a shutdown, a cancel seen in the store, a
+    #: budget and the time limit all write to it (coordination/stop.py).
+    stop: RunStop = field(default_factory=RunStop)
     dirty: anyio.Event = field(default_factory=anyio.Event)  # status.json is behind
     #: A run executed by a worker (runs/scale/dispatch.py): its status as the store has it.
     remote: Callable[[], RunResult] | None = None

@@ -233,7 +233,7 @@ class Quota:
         if self.max_daily_usd_per_user is None:
             return
         spend = self.spend = SpendCounter(engine.store, state)
-        engine.executor.finished.append(
+        engine.runner.finished.append(
             lambda live, result: spend.add(engine.owner(live.run_id), cost_of(result)))
 
     def admit_on(self, engine: Engine, who: Principal) -> None:

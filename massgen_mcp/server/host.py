@@ -18,7 +18,8 @@ from massgen_mcp.errors import MassgenError
 from massgen_mcp.runs.progress import describe_event
 
 if TYPE_CHECKING:  # loaded by the first run (start-up time)
-    from massgen_mcp.app import App
+    from massgen_mcp.app import App, ChosenTeam
+    from massgen_mcp.config.team import Team
     from massgen_mcp.coordination.result import RunResult
     from massgen_mcp.runs.engine import PreparedRun
 
@@ -54,15 +55,14 @@ class ToolHost:
 
     # ------------------------------------------------------------------ running
 
-    async def team_for(self, ctx: Context, **choice: Any) -> Any:
+    async def team_for(self, ctx: Context, **choice: Any) -> ChosenTeam:
         """The call's team (models/team/limits in `choice`), checked against what the client
         can do: a sampling team needs a client that can sample on this connection."""
-        team = await self.app.team_for(sampling_available=self.can_sample(ctx), from_tool=True,
-                                       **choice)
-        self.check_sampling(team, ctx)
-        return team
+        chosen = await self.app.tool_team(sampling_available=self.can_sample(ctx), **choice)
+        self.check_sampling(chosen.team, ctx)
+        return chosen
 
-    def check_sampling(self, team: Any, ctx: Context) -> None:
+    def check_sampling(self, team: Team, ctx: Context) -> None:
         """A team with sampling agents needs a client that can sample on this connection."""
         from massgen_mcp.backends.sampling import NO_BACK_CHANNEL, NO_SAMPLING
 
@@ -92,18 +92,12 @@ class ToolHost:
                                 "call with wait=true")
             from massgen_mcp.coordination.result import RunResult
 
-            self.background.start_soon(self._background, prepared)
+            self.background.start_soon(prepared.start)  # it raises nothing but cancellation
             snap = prepared.live.snapshot()
             return snap or RunResult(run_id=prepared.run_id, status="running",
                                      task=prepared.task[:500], team=prepared.team.name,
                                      log_dir=str(prepared.live.record.dir))
         return await self._with_progress(prepared, ctx)
-
-    async def _background(self, prepared: PreparedRun) -> None:
-        try:
-            await prepared.start()
-        except Exception:
-            log.exception("background run %s failed", prepared.run_id)
 
     async def _with_progress(self, prepared: PreparedRun, ctx: Context) -> RunResult:
         """Run, sending one progress notification per event and a heartbeat when quiet.
@@ -160,7 +154,7 @@ class ToolHost:
             tg.start_soon(_in_scope, beat, heartbeat)
             try:
                 if self.background is not None:
-                    self.background.start_soon(self._background, prepared)
+                    self.background.start_soon(prepared.start)
                     await live.done.wait()
                 else:
                     await prepared.start()

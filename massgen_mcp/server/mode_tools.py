@@ -208,7 +208,7 @@ def register_mode_tools(mcp: MCPServer, host: ToolHost) -> None:
         # no session (of this caller's): say so before anything
         app.checkpoint_session(workspace_dir, Principal(asking().name))
         name = app.reviewer_team_name(models, team)  # models/team: operator's flag only
-        chosen = await host.team_for(ctx, models=models, team=name)
+        chosen = (await host.team_for(ctx, models=models, team=name)).team
         if not app.allow_checkpoint_team_override and any(
                 a.provider.uses_client_model for a in chosen.agents):
             raise ToolError(

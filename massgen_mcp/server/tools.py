@@ -167,7 +167,7 @@ def register_run_tools(mcp: MCPServer, host: ToolHost) -> None:
         prepared = app.consensus(chosen, task, context=full_context,
                                  backend_context=BackendContext(session=ctx.session),
                                  owner=asking().name, follow_up=previous)
-        return _tool_result(await host.run(prepared, ctx, wait), chosen.notes)
+        return _tool_result(await host.run(prepared, ctx, wait), chosen.team.notes)
 
     @mcp.tool(title="Get a run", meta=RUN_TOOL_META)
     @tool_errors

@@ -204,7 +204,7 @@ def prepare_checkpoint(engine: Engine, team: Team, *, objective: str,
     # Every reviewer's vote counts toward approval (majority or unanimous): no early stop;
     # the approval rule (agreement_problem) judges a split, so the run's own rule is off.
     team = team.with_overrides(early_stop=False, min_winner_votes=1)
-    prepared = engine.prepare_run(team, task, mode="checkpoint", answer_format=recording,
+    prepared = engine.prepare(team, task, mode="checkpoint", answer_format=recording,
                                   title=objective, **prepare_kwargs)
     recording.redact = prepared.live.record.redact.value
 

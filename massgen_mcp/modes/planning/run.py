@@ -41,7 +41,7 @@ def prepare_plan(engine: Engine, team: Team, goal: str, *, depth: str = "dynamic
         raise InputError("the goal is empty: say what the plan should achieve")
     if isinstance(constraints, list):
         constraints = "\n".join(f"- {c}" for c in constraints if c and c.strip())
-    prepared = engine.prepare_run(team, plan_task_text(goal, constraints), context=context,
+    prepared = engine.prepare(team, plan_task_text(goal, constraints), context=context,
                                mode="plan", answer_format=PlanAnswerFormat(depth, goal=goal),
                                title=goal, **prepare_kwargs)
 

@@ -54,9 +54,9 @@ def worker_advice(store_shown: str) -> str:
 
 
 class Dispatcher:
-    """Executes prepared runs by queueing them for workers (see the module docstring).
+    """Runs prepared runs by queueing them for workers (see the module docstring).
 
-    `url` is the store's (shown with its password masked); `finish` is the executor's
+    `url` is the store's (shown with its password masked); `finish` is the runner's
     (records the outcome hook, wakes waiters, drops the run from the live ones)."""
 
     def __init__(self, queue: RedisQueue, store: RunRecords, *, url: str,
@@ -69,15 +69,15 @@ class Dispatcher:
         self.finish = finish
         self.queue_timeout = queue_timeout
 
-    async def execute(self, prepared: PreparedRun) -> RunResult:
+    async def run(self, prepared: PreparedRun) -> RunResult:
         live = prepared.live
         try:
-            return await self._execute(prepared)
+            return await self._hand_over(prepared)
         except anyio.get_cancelled_exc_class():
             # The caller went away (or the server stops): the run goes on in its worker
             # unless someone asked to cancel it; this front end just stops following.
             with anyio.CancelScope(shield=True):
-                if live.cancel_requested and live.waiting is not None:
+                if live.stop.requested and live.waiting is not None:
                     await self._stop_queued(live, prepared, "cancelled",
                                             "cancelled before a worker took it")
             raise
@@ -91,11 +91,11 @@ class Dispatcher:
         finally:
             live.done.set()
 
-    async def _execute(self, prepared: PreparedRun) -> RunResult:
+    async def _hand_over(self, prepared: PreparedRun) -> RunResult:
         live = prepared.live
         run_id = live.run_id
         # What leaves the process is redacted, the job included (keys never reach Redis).
-        body = live.record.redact.value({"run_id": run_id, **(prepared.call or {})})
+        body = live.record.redact.value({"run_id": run_id, **(prepared.job or {})})
         job = RunJob.model_validate(body)
         live.remote = lambda: self.store.load(run_id)
         live.waiting = (f"waiting for a worker: no worker has taken this run yet; "
@@ -152,7 +152,7 @@ class Dispatcher:
         """Until a worker takes the run: honour a cancel asked here, and the queue timeout."""
         deadline = anyio.current_time() + self.queue_timeout
         while live.waiting is not None:
-            if live.cancel_requested:
+            if live.stop.requested:
                 await self._stop_queued(live, prepared, "cancelled",
                                         "cancelled before a worker took it")
                 return
@@ -196,4 +196,4 @@ def dispatch_to_workers(engine: Engine, queue_timeout: float = DEFAULT_QUEUE_TIM
 
     url: str = getattr(engine.store, "url")  # noqa: B009 (the Redis store's; Protocol has none)
     engine.dispatcher = Dispatcher(queue_on(url), engine.store, url=url,
-                                   finish=engine.executor.finish, queue_timeout=queue_timeout)
+                                   finish=engine.runner.finish, queue_timeout=queue_timeout)

@@ -195,7 +195,7 @@ class RedisRecord:
 
     def cancel_requested(self) -> bool:
         """Has any process asked this run to stop? (Polled by the lease thread, ≤ 0.5 s old.)
-        The executor's event loop asks every 0.25 s: that is also its sign of life."""
+        The runner's event loop asks every 0.25 s: that is also its sign of life."""
         self.beat = time.monotonic()
         return self.cancel_flag
 

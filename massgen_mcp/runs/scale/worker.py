@@ -13,9 +13,9 @@ would hold two executions that disagree, and the client would wait for a second 
 instead of getting, within seconds, the answers the first had reached.
 
 Everything that makes a run's result (budgets, output caps, workspaces, tool servers, early
-stop) is the in-process `Executor`: a worker is the same engine, fed from the queue. What the
-worker needs of the application (rebuilding a call's team and mode) is given to it as
-`build`, by the `massgen-mcp worker` command (cli/worker.py).
+stop) is the in-process `Runner` (runs/runner.py): a worker is the same engine, fed from
+the queue. What the worker needs of the application (rebuilding a call's team and mode) is
+given to it as `build`, by the `massgen-mcp worker` command (cli/worker.py).
 """
 
 from __future__ import annotations
@@ -195,7 +195,8 @@ class RunWorker:
         live.on_event(WORKER_STARTED, {"worker": self.name,
                                        "message": f"a worker took the run ({self.name})"})
         if live.record.cancel_requested():
-            live.cancel_requested = True  # asked while queued: it stops before any call
+            # asked while queued: it stops before any call
+            live.stop.request(self.engine.runner.stop_status())
         async with anyio.create_task_group() as tg:
             if entry is not None:
                 tg.start_soon(self._watch, prepared, entry)
@@ -205,7 +206,7 @@ class RunWorker:
 
     async def _watch(self, prepared: PreparedRun, entry: Any) -> None:
         """While the run goes, keep the queue's heartbeat of its job (a cancel asked anywhere
-        is the executor's to see: `Executor._watch_cancel`)."""
+        is the runner's to see: `Runner._watch_cancel`)."""
         while prepared.live.result is None:
             await anyio.sleep(JOB_TOUCH_SECONDS)
             try:

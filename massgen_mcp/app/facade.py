@@ -2,26 +2,27 @@
 
 `App` turns caller-level arguments (task, files, models/team, limits) into a `PreparedRun`
 of one mode (consensus, plan, checkpoint) on the `Engine`: it picks the team, reads the
-files and applies the limits. It is also the only way in to what runs leave behind: run
-records, stored plans and checkpoint sessions. It raises `MassgenError`s worded for users
-and knows nothing about MCP, argparse or printing.
+files and applies the limits (how a call's team is chosen: teams.py). It is also the only
+way in to what runs leave behind: run records, stored plans and checkpoint sessions
+(records.py). It raises `MassgenError`s worded for users and knows nothing about MCP,
+argparse or printing.
 """
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from massgen_mcp.app.records import Records
+from massgen_mcp.app.teams import ChosenTeam, check_cli_agents, check_limits, tool_team
 from massgen_mcp.config.choose import MCP, Vocabulary, auto_team_models, resolve_team
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.trust import TeamPolicy
-from massgen_mcp.errors import InputError
 from massgen_mcp.inputs import join_context, read_context_files
 from massgen_mcp.paths import state_dir
-from massgen_mcp.runs.owners import LOCAL, LOCAL_NAME, Principal
+from massgen_mcp.runs.owners import LOCAL_NAME, Principal
 from massgen_mcp.runs.quota import Quota, caps_of
 
 if TYPE_CHECKING:  # the engine and the team models load at the first run (start-up time)
@@ -31,22 +32,16 @@ if TYPE_CHECKING:  # the engine and the team models load at the first run (start
     from massgen_mcp.config.team import Team
     from massgen_mcp.coordination.result import RunResult
     from massgen_mcp.modes.checkpoint.run import CheckpointResult
-    from massgen_mcp.modes.checkpoint.store import CheckpointSession
-    from massgen_mcp.modes.planning.store import PlanSummary, StoredPlan
     from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
-    from massgen_mcp.runs.live import LiveRun
     from massgen_mcp.runs.scale.queue import RunJob
     from massgen_mcp.runs.scale.worker import RunWorker
     from massgen_mcp.runs.store import RunRecords
 
 
-#: The team the current call chose and how the caller named it (`team_for`): a run handed to a
-#: worker carries the reference, never the resolved team and its keys (runs/scale/queue.py).
-_chosen: ContextVar[tuple[Team, dict[str, Any]] | None] = ContextVar("chosen_team",
-                                                                      default=None)
+class App(Records):
+    """The one door (see the module docstring); what runs leave behind is read through the
+    methods it has from `Records` (records.py)."""
 
-
-class App:
     def __init__(
         self,
         state: Path | None = None,
@@ -137,16 +132,11 @@ class App:
         else one built from the keys that are set, local servers, or sampling.
 
         `from_tool`: `team` is a tool argument, so it is held to `team_policy`
-        (config/trust.py); files are read and parsed in a worker thread either way."""
+        (config/trust.py), and the team to the operator's caps; files are read and parsed in
+        a worker thread either way."""
         words = self.vocabulary
-        if timeout_s is not None and timeout_s <= 0:
-            raise InputError(f"{words.timeout} must be a positive number of seconds")
-        if max_answers_per_agent is not None and max_answers_per_agent < 1:
-            raise InputError(f"{words.max_answers} must be at least 1")
-        shares = min_agreement.values() if isinstance(min_agreement, dict) else [min_agreement]
-        if any(v is not None and not 0 < v <= 1 for v in shares):
-            raise InputError(f"{words.min_agreement} is the share of votes the winner needs: "
-                             "a number above 0 and at most 1, e.g. 0.67")
+        check_limits(words, timeout_s=timeout_s, max_answers_per_agent=max_answers_per_agent,
+                     min_agreement=min_agreement)
         default_team = default_team or self.default_team
         extra: list[str] = []
         if not (models or team or default_team or auto_team_models(self.env)):
@@ -154,14 +144,15 @@ class App:
 
             extra = local_team_models(await local_models(self.env))
         if from_tool and team and not models:
-            chosen = await self._tool_team(team)
+            chosen = await tool_team(team, self.team_policy, self.cwd, self.env,
+                                     allow_cli_agents=self.allow_cli_agents)
         else:
             chosen = await anyio.to_thread.run_sync(lambda: resolve_team(
                 models=models, team=team, default_team=default_team, env=self.env,
                 sampling_available=sampling_available, extra_models=extra,
                 vocabulary=words))
             if from_tool and models:
-                self._check_cli_agents(chosen, "models")
+                check_cli_agents(chosen, "models", self.allow_cli_agents)
         final = chosen.with_overrides(
             max_new_answers_per_agent=max_answers_per_agent,
             orchestrator_timeout_seconds=timeout_s, max_total_tokens=max_total_tokens,
@@ -170,54 +161,25 @@ class App:
         if from_tool:  # within the operator's caps, which a queued job carries to its worker
             caps = await self.quota.caps(self.default_team, self.env, words)
             final = caps.cap(final)
-            _chosen.set((final, {"models": models, "team": team, "min_agreement": min_agreement,
-                                 "stances": stances, **caps_of(final)}))
         return final
+
+    async def tool_team(self, *, models: str | list[str] | None = None,
+                        team: str | None = None, min_agreement: float | dict[str, float]
+                        | None = None, stances: list[str] | None = None,
+                        **limits: Any) -> ChosenTeam:
+        """`team_for` a tool call (`from_tool`), with the reference a worker resolves the
+        team from again when the run is handed to one (`consensus`, `plan`)."""
+        chosen = await self.team_for(models=models, team=team, min_agreement=min_agreement,
+                                     stances=stances, from_tool=True, **limits)
+        if any(a.provider.uses_client_model for a in chosen.agents):
+            return ChosenTeam(chosen, None)
+        return ChosenTeam(chosen, {"models": models, "team": team,
+                                   "min_agreement": min_agreement, "stances": stances,
+                                   **caps_of(chosen)})
 
     def admit(self, who: Principal) -> None:
         """Refuse `who` a new run past the operator's limits on runs at once or spend."""
         self.quota.admit_on(self.engine, who)
-
-    def _call(self, team: Team, call: dict[str, Any]) -> dict[str, Any] | None:
-        """The job a worker can run for this call (runs/scale/queue.py), or None when it must run
-        here: its team is not one `team_for` chose for this tool call, or it samples the
-        client's own model (only this process has the client's session)."""
-        chosen = _chosen.get()
-        if chosen is None or chosen[0] is not team or any(
-                a.provider.uses_client_model for a in team.agents):
-            return None
-        return {"call": call, "team": chosen[1]}
-
-    async def _tool_team(self, name: str) -> Team:
-        from massgen_mcp.config.load import load_team, team_from_data
-        from massgen_mcp.config.trust import check_restricted, resolve_team_argument
-        from massgen_mcp.config.yaml_file import read_yaml_async
-
-        source = resolve_team_argument(name, self.team_policy, self.cwd)
-        if source.path is None:  # bundled, or the operator's own --team value
-            bundled = await anyio.to_thread.run_sync(lambda: load_team(source.name, self.env))
-            if not source.operator:  # a bundled team of CLIs (`clis`) runs on the user's
-                self._check_cli_agents(bundled, f"team '{name}'")  # logins: the operator's call
-            return bundled
-        path = source.path
-        data = await read_yaml_async(path, regular_only=True)
-        if source.restricted:
-            check_restricted(data, path.name)
-        chosen = team_from_data(data, path.name, self.env, name=path.stem)
-        if source.restricted:
-            self._check_cli_agents(chosen, path.name)
-        return chosen
-
-    def _check_cli_agents(self, team: Team, where: str) -> None:
-        """A coding-agent CLI is a process with the user's login and tools: a tool call may
-        only start one from a team the operator chose, unless they said otherwise."""
-
-        cli = [a.id for a in team.agents if a.provider.coding_cli]
-        if cli and not self.allow_cli_agents:
-            raise InputError(
-                f"{where}: {', '.join(cli)} would start a coding-agent CLI (on the user's own "
-                "login), which a tool call may only do through the server's --team or a "
-                "--team-dir file; start the server with --allow-cli-agents to allow it")
 
     def context_for(self, context: str | None, files: list[str] | None,
                     trusted: bool = False) -> str | None:
@@ -240,45 +202,45 @@ class App:
 
     # ------------------------------------------------------------------ modes
 
-    def consensus(self, team: Team, task: str, *, context: str | None = None,
+    def consensus(self, team: Team | ChosenTeam, task: str, *, context: str | None = None,
                   listener: Listener | None = None,
                   backend_context: BackendContext | None = None,
                   run_id: str | None = None, owner: str = LOCAL_NAME,
                   follow_up: RunResult | None = None,
                   follow_up_of: str | None = None) -> PreparedRun:
-        """A plain consensus run: free-text answers, the winner presents the final answer.
-        `run_id`: a worker executing the run a front end prepared (its record exists).
+        """A plain consensus run: free-text answers, the winner presents the final answer;
+        its result is the `RunResult`. A tool call's `ChosenTeam` lets a worker run it.
+        `run_id`: a worker running the run a front end prepared (its record exists).
         `follow_up`: the earlier run it continues (`previous_run`): the team is given its
-        decision; `follow_up_of` only records the chain (a worker's context has it)."""
-        from massgen_mcp.modes.consensus.run import prepare_consensus
-
+        decision; `follow_up_of` only records the chain (a worker's job has it)."""
+        chosen = ChosenTeam.of(team)
         if follow_up is not None:
             from massgen_mcp.modes.consensus.follow_up import with_follow_up
 
             context, follow_up_of = with_follow_up(context, follow_up), follow_up.run_id
-        prepared = prepare_consensus(self.engine, team, task, context=context,
-                                     listener=listener, backend_context=backend_context,
-                                     run_id=run_id, owner=owner, follow_up_of=follow_up_of)
-        prepared.call = self._call(team, {"mode": "consensus", "task": prepared.task,
-                                          "context": prepared.context,
-                                          "follow_up_of": follow_up_of})
+        prepared = self.engine.prepare(chosen.team, task, context=context, mode="consensus",
+                                       listener=listener, backend_context=backend_context,
+                                       run_id=run_id, owner=owner, follow_up_of=follow_up_of)
+        prepared.job = _job(chosen, {"mode": "consensus", "task": prepared.task,
+                                     "context": prepared.context, "follow_up_of": follow_up_of})
         return prepared
 
-    def plan(self, team: Team, goal: str, *, depth: str = "dynamic",
+    def plan(self, team: Team | ChosenTeam, goal: str, *, depth: str = "dynamic",
              constraints: list[str] | str | None = None, context: str | None = None,
              listener: Listener | None = None,
              backend_context: BackendContext | None = None,
              run_id: str | None = None, owner: str = LOCAL_NAME) -> PreparedRun:
         """A plan run; its `outcome` is the stored `PlanResult` (stored by whoever waits for
-        the run: the front end, when a worker runs it). `run_id`: as for `consensus`."""
+        the run: the front end, when a worker runs it). `team`, `run_id`: as for
+        `consensus`."""
         from massgen_mcp.modes.planning.run import prepare_plan
 
-        prepared = prepare_plan(self.engine, team, goal, depth=depth, constraints=constraints,
-                                context=context, listener=listener,
+        chosen = ChosenTeam.of(team)
+        prepared = prepare_plan(self.engine, chosen.team, goal, depth=depth,
+                                constraints=constraints, context=context, listener=listener,
                                 backend_context=backend_context, run_id=run_id, owner=owner)
-        prepared.call = self._call(team, {"mode": "plan", "goal": goal, "depth": depth,
-                                          "constraints": constraints,
-                                          "context": prepared.context})
+        prepared.job = _job(chosen, {"mode": "plan", "goal": goal, "depth": depth,
+                                     "constraints": constraints, "context": prepared.context})
         return prepared
 
     def checkpoint(self, team: Team, *, objective: str, action_goals: list[Any] | None = None,
@@ -311,43 +273,6 @@ class App:
         from massgen_mcp.modes.checkpoint.run import person_answered
 
         return person_answered(out, verdict, bound)
-
-    # ------------------------------------------------------------------ runs
-
-    def get_run(self, run_id: str, who: Principal = LOCAL) -> RunResult:
-        """A run as it stands: live in this process, else from its record. Another user's
-        run reads as unknown (runs/owners.py); the default `who` is the operator."""
-        return self.engine.get(self.engine.visible(run_id, who))
-
-    def previous_run(self, ref: str, who: Principal = LOCAL) -> RunResult:
-        """The run a follow-up continues: a run id or `latest`, looked up as `get_run` looks
-        a run up for `who` (one the caller cannot see is an unknown run); not one still
-        running."""
-        from massgen_mcp.modes.consensus.follow_up import previous_run
-
-        return previous_run(ref, lambda run_id: self.get_run(run_id, who),
-                            lambda: self.list_runs(20, who))
-
-    def list_runs(self, limit: int = 20, who: Principal = LOCAL) -> list[RunResult]:
-        """Recent runs `who` may see, newest first."""
-        return self.engine.list(limit, who)
-
-    def run_events(self, run_id: str, who: Principal = LOCAL) -> list[dict[str, Any]]:
-        """A run's coordination events, in order."""
-        return self.engine.store.events(self.engine.visible(run_id, who))
-
-    def run_owner(self, run_id: str, who: Principal = LOCAL) -> str:
-        """Who started the run (one `who` may not see: the error an unknown id gets)."""
-        return self.engine.owner(self.engine.visible(run_id, who))
-
-    async def cancel_run(self, run_id: str, who: Principal = LOCAL) -> tuple[bool, str]:
-        """Stop a live run and wait (bounded) for its record: whether a stop was requested,
-        and the run's status now."""
-        return await self.engine.cancel_and_wait(self.engine.visible(run_id, who))
-
-    def live_run(self, run_id: str, who: Principal = LOCAL) -> LiveRun | None:
-        """The run if it is live in this process (the viewer streams it from here)."""
-        return self.engine.live_run(self.engine.visible(run_id, who))
 
     # ------------------------------------------------------------------ workers
 
@@ -392,39 +317,8 @@ class App:
         if self._engine is not None:
             await self._engine.wait_for_live_runs()
 
-    # ------------------------------------------------------------------ stored results
 
-    def get_plan(self, plan_id: str = "latest", who: Principal = LOCAL) -> StoredPlan:
-        """A stored plan `who` may see, or their latest."""
-        from massgen_mcp.modes.planning.store import get_plan
-
-        return get_plan(self.state, plan_id, who)
-
-    def list_plans(self, limit: int = 20, who: Principal = LOCAL) -> list[PlanSummary]:
-        """Stored plans `who` may see, newest first."""
-        from massgen_mcp.modes.planning.store import list_plans
-
-        return list_plans(self.state, limit, who)
-
-    def checkpoint_init(self, workspace_dir: str, original_task: str,
-                        available_tools: list[Any], *, trajectory_path: str | None = None,
-                        environment: dict[str, Any] | str | None = None,
-                        safety_policy: list[str] | str | None = None, who: Principal = LOCAL
-                        ) -> tuple[CheckpointSession, bool]:
-        """Store (or replace) a workspace's checkpoint session; True when it replaced one.
-        `trajectory_path` obeys the rules of `files`: inside the working directory, never a
-        secret file unless the operator allowed them."""
-        from massgen_mcp.modes.checkpoint.store import init_session
-
-        return init_session(self.state, workspace_dir, original_task, available_tools,
-                            trajectory_path=trajectory_path, environment=environment,
-                            safety_policy=safety_policy, files_root=self.cwd,
-                            allow_secret_files=self.allow_secret_files, who=who)
-
-    def checkpoint_session(self, workspace_dir: str | None = None, who: Principal = LOCAL
-                           ) -> CheckpointSession:
-        """The session of `workspace_dir` (default: the latest) that `who` may see; an error
-        naming checkpoint_init when there is none."""
-        from massgen_mcp.modes.checkpoint.store import load_session
-
-        return load_session(self.state, workspace_dir, who)
+def _job(chosen: ChosenTeam, call: dict[str, Any]) -> dict[str, Any] | None:
+    """The job a worker can run for this call (runs/scale/queue.py), or None when it must run
+    here (see `ChosenTeam.reference`)."""
+    return None if chosen.reference is None else {"call": call, "team": chosen.reference}
