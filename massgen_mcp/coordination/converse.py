@@ -50,11 +50,6 @@ from massgen_mcp.messages import (
 Check = Callable[[list[ToolCall]], "Decision | list[str] | str"]
 
 
-#: presentation.py's name for the budget a conversation reports to (kept until that module
-#: says `budget` too: issue 33).
-RunHooks = Budget
-
-
 def estimate_tokens(messages: list[Message], tools: list[ToolSpec]) -> int:
     """Prompt tokens of a request, about 4 characters each (for calls with no usage report)."""
     chars = sum(len(m.content) + sum(len(json.dumps(c.arguments, default=str))

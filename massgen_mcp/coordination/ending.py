@@ -106,7 +106,7 @@ class Ending:
         self._emit("presentation_started", agent=w.spec.id,
                    message=f"{w.spec.id} is presenting the final answer")
         self.final, self.presented = await present(w, self.agents, task=task, context=context,
-                                                   fmt=fmt, hooks=budget)
+                                                   fmt=fmt, budget=budget)
         self._emit("presentation_done", agent=w.spec.id, presented=self.presented)
 
     def cut_at_final(self) -> list[str]:

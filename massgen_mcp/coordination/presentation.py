@@ -13,7 +13,8 @@ from __future__ import annotations
 from massgen_mcp.coordination import prompts
 from massgen_mcp.coordination.agent import AgentState
 from massgen_mcp.coordination.answers import AnswerFormat, AnswerRejected, ParsedAnswer
-from massgen_mcp.coordination.converse import RunHooks, converse
+from massgen_mcp.coordination.budget import Budget
+from massgen_mcp.coordination.converse import converse
 from massgen_mcp.coordination.echo import schema_texts
 from massgen_mcp.coordination.faithful import (
     KEEP_SHARE,
@@ -81,7 +82,7 @@ async def present(
     task: str,
     context: str | None,
     fmt: AnswerFormat,
-    hooks: RunHooks,
+    budget: Budget,
 ) -> tuple[ParsedAnswer, bool]:
     """The final answer and whether it is the winner's presentation (else its stored answer)."""
     stored = w.answers[-1]
@@ -106,7 +107,7 @@ async def present(
             return list(e.problems)
 
     try:
-        outcome = await converse(w, messages, [new_answer_tool(fmt)], check, hooks,
+        outcome = await converse(w, messages, [new_answer_tool(fmt)], check, budget,
                                  Step("present", fmt.noun, w.label))
     except BackendError as e:
         outcome = str(e)
