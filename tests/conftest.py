@@ -66,5 +66,5 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
-# The cluster fixtures (haproxy, replicas, workers, Redis) of tests/test_cluster*.py.
+# The cluster fixtures (haproxy, replicas, workers, Redis) of tests/scale/test_cluster*.py.
 from cluster_checks import _programs, cluster, own_cluster, redis_module  # noqa: E402, F401

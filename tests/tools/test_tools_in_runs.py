@@ -18,7 +18,7 @@ from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.runs.engine import Engine
 
-SERVER = str(Path(__file__).parent / "tool_server.py")
+SERVER = str(Path(__file__).parents[1] / "tool_server.py")
 TEST_SERVER = {"type": "stdio", "command": sys.executable, "args": [SERVER]}
 
 

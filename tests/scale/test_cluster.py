@@ -83,7 +83,7 @@ def test_readme_haproxy_config_is_valid(_programs: str, tmp_path: Path) -> None:
     import re
     import subprocess
 
-    page = (Path(__file__).parent.parent / "docs" / "operators.md").read_text()
+    page = (Path(__file__).parents[2] / "docs" / "operators.md").read_text()
     section = page.split("## haproxy\n", 1)[1]
     config = re.search(r"```\n(global\n.*?)```", section, re.S)
     assert config, "no haproxy config block under '## haproxy' in docs/operators.md"

@@ -180,7 +180,7 @@ async def test_a_killed_server_takes_its_standbys_with_it(
         provider: ScriptedProvider, tmp_path: Path, short_tmp: Path) -> None:
     cli_path("claude")  # the tier is decided here: a skip inside the child would not reach pytest
     provider.script("sk", cli_agent(answer_then_vote("an answer")))
-    code = KILLED_SERVER.format(tests=str(Path(__file__).parent), root=provider.root,
+    code = KILLED_SERVER.format(tests=str(Path(__file__).parents[1]), root=provider.root,
                                 state=str(tmp_path / "state"))
     env: dict[str, Any] = {**cli_env(), "TMPDIR": str(short_tmp)}
     server = await anyio.open_process([sys.executable, "-c", code], env=env,

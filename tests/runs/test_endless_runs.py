@@ -29,7 +29,7 @@ from massgen_mcp.config.team import Team
 from massgen_mcp.runs.engine import Engine
 from massgen_mcp.server import build_server
 
-SERVER = str(Path(__file__).with_name("tool_server.py"))
+SERVER = str(Path(__file__).parents[1] / "tool_server.py")
 
 
 def run_files(state: Path) -> list[Path]:

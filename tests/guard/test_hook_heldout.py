@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from test_hook_corpus import Sandbox, run_entry
 
-HELDOUT = Path(__file__).parent / "data" / "hook_heldout.jsonl"
+HELDOUT = Path(__file__).parents[1] / "data" / "hook_heldout.jsonl"
 ENTRIES: list[dict[str, Any]] = [json.loads(line) for line in
                                  HELDOUT.read_text(encoding="utf-8").splitlines() if line.strip()]
 GOAL = 0.95

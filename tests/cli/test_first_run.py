@@ -258,7 +258,7 @@ def test_doctor_reports_what_each_client_says_not_just_that_it_starts(tmp_path):
 
 
 def test_no_stray_test_output_is_committed() -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip("not a git checkout")

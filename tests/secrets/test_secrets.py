@@ -19,7 +19,7 @@ from massgen_mcp.config.env import Environment
 from massgen_mcp.redaction import Redactor
 from massgen_mcp.server import build_server
 
-SERVER = str(Path(__file__).with_name("tool_server.py"))
+SERVER = str(Path(__file__).parents[1] / "tool_server.py")
 TEAM_KEY = "Zq8vT3kL/m9Xw2Rb7+Yc4Nd6Hf1Jg5Ps0AeWu=="  # in the team file (api_key)
 ENV_KEY = "sk-proj-Hq2Wn7Vb4Xc9Zl1Mk6Jd3Fs8Ga5Pt0Ry"  # in the operator's environment
 LEAKS = [TEAM_KEY, quote(TEAM_KEY, safe=""), quote_plus(TEAM_KEY), TEAM_KEY[3:15],

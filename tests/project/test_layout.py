@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "massgen_mcp"
+PACKAGE = Path(__file__).resolve().parents[2] / "massgen_mcp"
 
 #: What the hook may import of the package (it runs on every tool call of the client).
 HOOK_MAY_IMPORT = {"massgen_mcp.paths"}

@@ -21,7 +21,7 @@ from massgen_mcp.hook.scope import Scope
 from massgen_mcp.redaction import secret_args
 from massgen_mcp.server import build_server
 
-SERVER = str(Path(__file__).with_name("tool_server.py"))
+SERVER = str(Path(__file__).parents[1] / "tool_server.py")
 TOKEN_FILES = {
     ".npmrc": "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnop\n",
     ".yarnrc.yml": "npmAuthToken: npm_abcdefghijklmnop\n",

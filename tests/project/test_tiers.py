@@ -27,7 +27,7 @@ def test_program():
 def test_a_missing_tier_skips_locally_with_its_install_command_and_fails_in_ci(
         tmp_path: Path, ci: str) -> None:
     (tmp_path / "test_missing.py").write_text(MISSING)
-    env = {**os.environ, "CI": ci, "PYTHONPATH": str(Path(__file__).parent)}
+    env = {**os.environ, "CI": ci, "PYTHONPATH": str(Path(__file__).parents[1])}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rsf",
                            "-q", str(tmp_path / "test_missing.py")], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)

@@ -44,7 +44,7 @@ from massgen_mcp.config.team import Team
 from massgen_mcp.config.trust import check_restricted
 from massgen_mcp.errors import ConfigError, MissingKeyError
 
-DATA = Path(__file__).parent / "data" / "massgen_ag2"
+DATA = Path(__file__).parents[1] / "data" / "massgen_ag2"
 KEYS = {"OPENAI_API_KEY": "k-openai", "ANTHROPIC_API_KEY": "k-anthropic",
         "GEMINI_API_KEY": "k-gemini"}
 # The OpenAI SDK says in every request whether its client is the async one: ours is

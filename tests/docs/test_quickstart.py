@@ -1,7 +1,7 @@
 """The first commands of the README and of the getting-started page, run as written: in a
 fresh HOME with no provider key and no model server, `~/massgen-mcp/.venv/bin/massgen-mcp`
 being this installation (a link to the test environment's console script, where the README's
-`git clone ... ~/massgen-mcp` and `pip install` would put it; tests/test_install.py runs that
+`git clone ... ~/massgen-mcp` and `pip install` would put it; tests/docs/test_install.py runs that
 install for real). Each command must print what the page says it prints.
 """
 
@@ -31,7 +31,7 @@ PROGRAM = "~/massgen-mcp/.venv/bin/massgen-mcp"
 
 def test_the_readme_and_getting_started_show_the_same_first_commands() -> None:
     """The page repeats the README's steps with more detail, never other commands (so the
-    tests of the README's commands, here and in tests/test_install.py, cover both)."""
+    tests of the README's commands, here and in tests/docs/test_install.py, cover both)."""
     for heading in ("## Install", FIRST_RUN):
         assert commands(section(README, heading)) == commands(section(GETTING_STARTED, heading))
     readme, page = (commands(section(path, heading)) for path, heading in REGISTER.items())
@@ -73,7 +73,7 @@ def test_the_first_run_needs_no_key_and_shows_the_whole_flow(home: Path) -> None
 
 def first_run(home: Path) -> None:
     """The README's first run in `home` (where ~/massgen-mcp is installed), with no key:
-    each command prints what the README says (tests/test_install.py runs it in a fresh
+    each command prints what the README says (tests/docs/test_install.py runs it in a fresh
     clone too)."""
     run, view = commands(section(README, FIRST_RUN))
     if "demo" not in bundled_team_names():

@@ -13,7 +13,8 @@ The pinned suite (0.1.16) has server scenarios for 2025-06-18 and 2025-11-25 onl
 list --server --spec-version 2026-07-28` is refused as an unknown version, and it has no Tasks
 scenario); the server here also carries the Tasks and Apps extensions, which these scenarios
 must not notice. The 2026-07-28 wire and the Tasks extension are tested with the SDK's clients
-(tests/test_server.py, tests/test_tasks.py) and the real Claude Code (test_tasks_claude_code.py).
+(tests/server/test_server.py, tests/server/test_tasks.py) and the real Claude Code
+(tests/coding_agents/test_tasks_claude_code.py).
 """
 
 from __future__ import annotations

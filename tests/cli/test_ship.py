@@ -39,12 +39,12 @@ from massgen_mcp.errors import MissingKeyError
 from massgen_mcp.paths import bundled_team_names
 from massgen_mcp.server import build_server
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 SKILL_DIR = ROOT / "skills" / "massgen"
 SKILL = SKILL_DIR / "SKILL.md"
 SERVER_JSON = ROOT / "server.json"
-SCHEMA = Path(__file__).parent / "data" / "server.schema.json"
+SCHEMA = Path(__file__).parents[1] / "data" / "server.schema.json"
 # The registry schema is a pinned, byte-for-byte copy (see tests/data/README.md).
 SCHEMA_SHA256 = "3fba09590c99f61735d234822279f4223fab9e300c0a81e81c91ab62a4114de0"
 SCHEMA_URL = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"

@@ -33,7 +33,7 @@ from massgen_mcp.tools.session import (
     tool_name,
 )
 
-SERVER = str(Path(__file__).with_name("tool_server.py"))
+SERVER = str(Path(__file__).parents[1] / "tool_server.py")
 # Generous: several Python servers importing the MCP SDK at once on a 2-core machine.
 START = 20.0
 

@@ -45,7 +45,7 @@ from massgen_mcp.coordination.faithful import (
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.coordination.workflow import new_answer_tool, vote_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PYTHON = Path(os.environ.get("MASSGEN_REAL_MODEL_PYTHON")
               or ROOT / ".ci" / "real-model" / ".venv" / "bin" / "python")
 READY_SECONDS = 180  # loading a 100 MB model on a busy machine

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-CORPUS = Path(__file__).parent / "data" / "hook_corpus.jsonl"
+CORPUS = Path(__file__).parents[1] / "data" / "hook_corpus.jsonl"
 ENTRIES: list[dict[str, Any]] = [json.loads(line) for line in
                                  CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
 PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "SYSTEMROOT")

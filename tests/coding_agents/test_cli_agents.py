@@ -312,7 +312,7 @@ async def test_availability_reports_installed_clis_and_versions(tmp_path: Path) 
 
     report = await backends_report(Environment(cli_env(HOME=str(tmp_path))))
     by_type = {s.type: s for s in report.coding_agents}
-    pinned = json.loads((Path(__file__).parent / "js" / "package.json").read_text())
+    pinned = json.loads((Path(__file__).parents[1] / "js" / "package.json").read_text())
     deps = pinned["dependencies"]
     cli_path("claude")
     assert by_type["claude_code"].version == deps["@anthropic-ai/claude-code"]
@@ -347,7 +347,7 @@ async def test_killed_server_takes_its_cli_processes_with_it(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     cli_path("claude")  # the tier is decided here: a skip inside the child would not reach pytest
     provider.script("hang", Hang())
-    code = KILLED_SERVER.format(tests=str(Path(__file__).parent), root=provider.root,
+    code = KILLED_SERVER.format(tests=str(Path(__file__).parents[1]), root=provider.root,
                                 state=str(tmp_path / "state"))
     server = await anyio.open_process([sys.executable, "-c", code],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -3,7 +3,7 @@ warning, and generated reference pages that say what the code says.
 
 The reference pages (docs/reference/) are written by `docs/gen_reference.py` from the
 server's own tool schemas, the team file's pydantic models and the CLI's argument parser; a
-committed page that differs from a fresh generation fails here, as `tests/test_startup.py`
+committed page that differs from a fresh generation fails here, as `tests/server/test_startup.py`
 does for the tool catalog.
 """
 

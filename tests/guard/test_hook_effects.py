@@ -37,8 +37,8 @@ from typing import Any
 import pytest
 from tiers import require, require_program
 
-DATA = Path(__file__).parent / "data"
-DRIVER = Path(__file__).parent / "effects_driver.py"
+DATA = Path(__file__).parents[1] / "data"
+DRIVER = Path(__file__).parents[1] / "effects_driver.py"
 HOME, PROJECT = "/tmp/fx/home", "/tmp/fx/home/project"
 KEY, PRIVATE_TMP = f"{HOME}/.config/massgen-mcp/plan.key", "/tmp/fx/tmp"
 TIMEOUT_S = 5  # per command: hostile inputs may wait on a socket or a terminal
