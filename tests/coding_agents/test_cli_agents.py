@@ -52,6 +52,7 @@ def _api(provider: ScriptedProvider, aid: str, model: str) -> dict[str, Any]:
     return {"id": aid, "backend": provider.backend("anthropic", model, max_retries=0)}
 
 
+@pytest.mark.npm
 async def test_mixed_team_with_claude_code_reaches_consensus(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     provider.script("cc", cli_agent(answer_then_vote("CLI answer: use a queue", best_label)))
@@ -112,6 +113,7 @@ def _project(root: Path) -> Path:
     return proj
 
 
+@pytest.mark.npm
 async def test_claude_code_edits_its_workspace_wins_and_writes_back(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     proj = _project(tmp_path)
@@ -147,6 +149,7 @@ async def test_claude_code_edits_its_workspace_wins_and_writes_back(
     assert not no_leftovers(str(tmp_path))
 
 
+@pytest.mark.npm
 async def test_losing_coding_agent_never_writes_back(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     proj = _project(tmp_path)
@@ -168,6 +171,7 @@ async def test_losing_coding_agent_never_writes_back(
     assert "VALUE = 3" in (Path(result.log_dir) / "workspaces" / "a-coder" / "app.py").read_text()
 
 
+@pytest.mark.npm
 async def test_codex_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path) -> None:
     provider.script("cx", cli_agent(answer_then_vote("Codex answer", best_label)))
     provider.script("api1", answer_then_vote("API answer one", best_label))
@@ -190,6 +194,7 @@ async def test_codex_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path)
     assert not no_leftovers(str(tmp_path))
 
 
+@pytest.mark.npm
 async def test_gemini_cli_in_a_mixed_team(provider: ScriptedProvider, tmp_path: Path) -> None:
     provider.script("gm", cli_agent(answer_then_vote("Gemini CLI answer", best_label)))
     provider.script("api1", answer_then_vote("API answer one", best_label))
@@ -209,6 +214,7 @@ async def test_gemini_cli_in_a_mixed_team(provider: ScriptedProvider, tmp_path: 
     assert not no_leftovers(str(tmp_path))
 
 
+@pytest.mark.npm
 async def test_missing_cli_is_one_clear_agent_error(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     provider.script("api1", answer_then_vote("API answer one", best_label))
@@ -231,6 +237,7 @@ async def test_missing_cli_is_one_clear_agent_error(
     assert errors["b-api"] is None and errors["c-api"] is None
 
 
+@pytest.mark.npm
 async def test_cli_that_fails_is_named_and_the_run_goes_on(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     provider.script("cc", Error(401, "invalid x-api-key"))
@@ -250,6 +257,7 @@ async def test_cli_that_fails_is_named_and_the_run_goes_on(
     assert not no_leftovers(str(tmp_path))
 
 
+@pytest.mark.npm
 async def test_codex_refused_connection_is_stopped_by_the_deadline(tmp_path: Path) -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
@@ -265,6 +273,7 @@ async def test_codex_refused_connection_is_stopped_by_the_deadline(tmp_path: Pat
     assert not no_leftovers(str(tmp_path))
 
 
+@pytest.mark.npm
 async def test_cancelled_run_leaves_no_cli_process(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     provider.script("cc", Hang())
@@ -307,6 +316,7 @@ def test_claude_code_config_keys_load_and_unknown_ones_warn(
     assert not any(k in team.warnings[0] for k in ("cwd", "permission_mode", "max_turns"))
 
 
+@pytest.mark.npm
 async def test_availability_reports_installed_clis_and_versions(tmp_path: Path) -> None:
     from massgen_mcp.backends.availability import backends_report
 
@@ -343,6 +353,7 @@ anyio.run(lambda: Engine(Path({state!r}), Environment(cli_env())).run(team, "Q?"
 """
 
 
+@pytest.mark.npm
 async def test_killed_server_takes_its_cli_processes_with_it(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     cli_path("claude")  # the tier is decided here: a skip inside the child would not reach pytest
@@ -364,6 +375,7 @@ async def test_killed_server_takes_its_cli_processes_with_it(
             server.kill()
 
 
+@pytest.mark.npm
 async def test_plan_mode_through_claude_code_with_a_rejected_plan_fixed_in_session(
         provider: ScriptedProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from test_modes import CYCLIC, GOOD, planner
@@ -391,6 +403,7 @@ async def test_plan_mode_through_claude_code_with_a_rejected_plan_fixed_in_sessi
     assert coder.error is None and coder.answers >= 1
 
 
+@pytest.mark.npm
 async def test_a_prompt_too_long_for_the_command_line_goes_through_stdin(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     context = "".join(f"line {i}: some project context\n" for i in range(6000))  # ~180 KB
@@ -415,6 +428,7 @@ def _chatty_after_answering(req: ScriptRequest) -> Reply:
     return Text("Submitted.")  # also after the reminder
 
 
+@pytest.mark.npm
 async def test_a_resumed_members_closing_chatter_never_becomes_its_answer(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     def the_cli(req: ScriptRequest) -> str:  # the API agents vote for the CLI's answer
@@ -439,6 +453,7 @@ async def test_a_resumed_members_closing_chatter_never_becomes_its_answer(
     assert not no_leftovers(str(tmp_path))
 
 
+@pytest.mark.npm
 async def test_gemini_cli_that_fails_is_named_and_the_run_goes_on(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     provider.script("gm", Error(401, "API key not valid"))
@@ -458,6 +473,7 @@ async def test_gemini_cli_that_fails_is_named_and_the_run_goes_on(
     assert not no_leftovers(str(tmp_path))
 
 
+@pytest.mark.npm
 async def test_gemini_cli_may_not_run_what_no_one_allowed(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     """Over ACP the CLI asks before a shell command: only the member's MCP servers' tools

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agents import answer_then_vote, best_label
 from cli_agents import cli_agent, cli_env, cli_path, no_leftovers
 from scripted_provider import ScriptedProvider, ScriptRequest, Text
@@ -35,6 +36,7 @@ async def _one_turn(backend_data: dict[str, Any], env: Environment, run_dir: Pat
         await backend.aclose()
 
 
+@pytest.mark.npm
 async def test_claude_code_uses_anthropic_key_from_dotenv(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     """No api_key / base_url in the file and no login in HOME: the key in `.env` is used (the
@@ -53,6 +55,7 @@ async def test_claude_code_uses_anthropic_key_from_dotenv(
     assert not no_leftovers(str(tmp_path))
 
 
+@pytest.mark.npm
 async def test_codex_reads_openai_api_key_from_the_environment(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     """Codex exec reads CODEX_API_KEY, not OPENAI_API_KEY: the server's OPENAI_API_KEY still
@@ -67,6 +70,7 @@ async def test_codex_reads_openai_api_key_from_the_environment(
     assert not no_leftovers(str(tmp_path))
 
 
+@pytest.mark.npm
 async def test_gemini_cli_uses_gemini_api_key_from_the_environment(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     provider.script("gm", cli_agent(answer_then_vote("gemini env key", best_label)))
@@ -91,6 +95,7 @@ def test_vars_expand_in_a_cli_agents_env_and_an_unset_one_is_named() -> None:
     assert unset and "agents[0].backend.env.MY_TOKEN" in unset and "MY_TOKEN_VAR" in unset
 
 
+@pytest.mark.npm
 async def test_api_key_keeps_the_tools_the_file_allows(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     """`api_key` used to mean `--bare` (only Bash, Edit and Read offered); Write stays."""
@@ -111,6 +116,7 @@ async def test_api_key_keeps_the_tools_the_file_allows(
     assert "mcp__massgen__new_answer" in seen[0]
 
 
+@pytest.mark.npm
 async def test_doctor_reports_what_the_clis_say_about_their_login(tmp_path: Path) -> None:
     cli_path("claude")
     cli_path("codex")

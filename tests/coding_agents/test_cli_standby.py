@@ -39,6 +39,8 @@ from massgen_mcp.config.load import team_from_data
 from massgen_mcp.config.team import Team
 from massgen_mcp.runs.engine import Engine
 
+pytestmark = pytest.mark.npm
+
 
 @pytest.fixture
 def short_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

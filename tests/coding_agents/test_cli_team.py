@@ -30,6 +30,7 @@ def _codex_login(home: Path) -> None:
                    timeout=60)
 
 
+@pytest.mark.npm
 def test_doctor_says_a_team_can_run_on_the_logged_in_clis(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -46,6 +47,7 @@ def test_doctor_says_a_team_can_run_on_the_logged_in_clis(tmp_path: Path) -> Non
     assert "67890" not in text  # codex's own status shows part of the key: never repeated
 
 
+@pytest.mark.npm
 async def test_the_clis_team_runs_on_what_is_logged_in(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     """Claude Code on a key from the environment (pointed at the scripted provider), Codex

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agents import answer_then_vote, best_label, has_answered
 from cli_agents import cli_agent, cli_env, cli_path, copilot_backend, no_leftovers
 from scripted_provider import Reply, ScriptedProvider, ScriptRequest, Text
@@ -14,6 +15,8 @@ from massgen_mcp.backends.cli.availability import cli_statuses
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.runs.engine import Engine
+
+pytestmark = pytest.mark.npm
 
 
 def _team(agents: list[dict[str, Any]], **orch: Any) -> Any:

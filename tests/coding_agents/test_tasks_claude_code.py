@@ -14,10 +14,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from agents import answer_then_vote
 from claude_client import run_claude, run_claude_interactive
 from mcp_harness import write_team
 from scripted_provider import ScriptedProvider
+
+pytestmark = pytest.mark.npm
 
 EXT = "io.modelcontextprotocol/tasks"
 CAPS = "io.modelcontextprotocol/clientCapabilities"

@@ -87,6 +87,7 @@ def test_every_link_from_the_readme_reaches_a_page() -> None:
         assert (ROOT / target).is_file(), target
 
 
+@pytest.mark.docs
 def test_the_docs_site_builds_strict(tmp_path: Path) -> None:
     """`mkdocs build --strict`: a broken link or anchor, or a page left out of the navigation,
     fails (docs/_incoming/, other work's drafts, is left out of the build)."""

@@ -196,6 +196,7 @@ def approve_project(project: Path, home: Path) -> None:
     local.write_text(json.dumps({"enabledMcpjsonServers": ["massgen"]}))
 
 
+@pytest.mark.npm
 def test_claude_code_health_check_on_the_readme_registration(installed: Installed,
                                                              tmp_path: Path) -> None:
     project = tmp_path / "project"
@@ -217,6 +218,7 @@ def test_claude_code_health_check_on_the_readme_registration(installed: Installe
     assert re.search(r"^massgen: massgen-mcp .*✘ Failed to connect", listed, re.M), listed
 
 
+@pytest.mark.npm
 def test_the_skills_installer_installs_the_massgen_skill(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()

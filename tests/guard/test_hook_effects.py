@@ -37,6 +37,8 @@ from typing import Any
 import pytest
 from tiers import require, require_program
 
+pytestmark = pytest.mark.bubblewrap
+
 DATA = Path(__file__).parents[1] / "data"
 DRIVER = Path(__file__).parents[1] / "effects_driver.py"
 HOME, PROJECT = "/tmp/fx/home", "/tmp/fx/home/project"

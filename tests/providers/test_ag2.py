@@ -247,6 +247,7 @@ def _ag2_requests(provider: ScriptedProvider, model: str) -> list[ScriptRequest]
     return requests
 
 
+@pytest.mark.ag2
 async def test_a_team_with_two_ag2_members_runs_over_mcp(provider: ScriptedProvider,
                                                          tmp_path: Path) -> None:
     """Two AG2 members (an AssistantAgent on api_type openai, a ConversableAgent on api_type
@@ -287,6 +288,7 @@ async def test_a_team_with_two_ag2_members_runs_over_mcp(provider: ScriptedProvi
                for r in provider.requests_for("plain"))  # the other member: our own client
 
 
+@pytest.mark.ag2
 def test_massgens_single_agent_file_runs_unchanged_on_the_cli(provider: ScriptedProvider,
                                                               tmp_path: Path) -> None:
     """ag2_single_agent.yaml as MassGen ships it, its OpenAI endpoint moved the way the OpenAI
@@ -307,6 +309,7 @@ def test_massgens_single_agent_file_runs_unchanged_on_the_cli(provider: Scripted
     assert not (tmp_path / ".cache").exists()  # cache_seed would have made AG2's disk cache
 
 
+@pytest.mark.ag2
 async def test_an_ag2_member_that_writes_text_or_broken_json_is_set_right(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     require_ag2()
@@ -341,6 +344,7 @@ async def test_an_ag2_member_that_writes_text_or_broken_json_is_set_right(
     assert errors and "not valid JSON" in errors[0]["content"]
 
 
+@pytest.mark.ag2
 async def test_the_llm_config_list_is_ags_fallbacks(provider: ScriptedProvider,
                                                     tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -371,6 +375,7 @@ async def test_the_llm_config_list_is_ags_fallbacks(provider: ScriptedProvider,
     assert provider.requests_for("down")[0].headers["authorization"] == "Bearer not-needed"
 
 
+@pytest.mark.ag2
 async def test_a_hanging_ag2_call_does_not_hold_up_the_run(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     """AG2's client is synchronous (a worker thread): the run does not wait for a cut-off
@@ -398,6 +403,7 @@ async def test_a_hanging_ag2_call_does_not_hold_up_the_run(
     assert len(_ag2_requests(provider, "stuck")) == 1  # one call, not retried
 
 
+@pytest.mark.ag2
 async def test_a_refused_key_names_the_variable_and_never_the_key(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     require_ag2()
@@ -428,6 +434,8 @@ async def test_a_refused_key_names_the_variable_and_never_the_key(
     assert _ag2_requests(provider, "locked")[0].headers["authorization"] == f"Bearer {secret}"
 
 
+@pytest.mark.bubblewrap
+@pytest.mark.ag2
 async def test_an_ag2_coder_runs_its_code_in_the_sandbox(provider: ScriptedProvider,
                                                          tmp_path: Path) -> None:
     """ag2_coder.yaml's code executor as the sandboxed execute_command tool: real Python runs

@@ -45,6 +45,8 @@ from massgen_mcp.coordination.faithful import (
 from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.coordination.workflow import new_answer_tool, vote_tool
 
+pytestmark = pytest.mark.real_model
+
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = Path(os.environ.get("MASSGEN_REAL_MODEL_PYTHON")
               or ROOT / ".ci" / "real-model" / ".venv" / "bin" / "python")

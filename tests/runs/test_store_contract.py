@@ -35,7 +35,7 @@ WAIT = 30.0  # bound on every wait (a loaded machine); never a sleep
 LEASE_TTL = 3.0  # the Redis store's leases: short, so a cancel flag is polled often
 
 
-@pytest.fixture(params=["file", "redis"])
+@pytest.fixture(params=["file", pytest.param("redis", marks=pytest.mark.redis)])
 def url(request: pytest.FixtureRequest) -> str | None:
     """None: the file store; else a Redis URL (a real redis-server, emptied per test)."""
     return None if request.param == "file" else str(request.getfixturevalue("redis_url"))

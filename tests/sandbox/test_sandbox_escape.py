@@ -26,6 +26,8 @@ from massgen_mcp.runs.engine import Engine
 from massgen_mcp.tools.sandbox import Limits, SandboxPolicy, run_sandboxed
 from massgen_mcp.tools.shell import ShellToolbox
 
+pytestmark = pytest.mark.bubblewrap
+
 CANARY = "canary-" + uuid.uuid4().hex
 
 # Reads every visible process's environment, the capability sets, and tries what escapes need.

@@ -28,11 +28,13 @@ async def _run(ws: Path, command: str, **policy: object) -> tuple[int | None, st
     return result.exit_code, result.output
 
 
+@pytest.mark.bubblewrap
 async def test_python_runs_in_the_workspace(bwrap: str, tmp_path: Path) -> None:
     code, out = await _run(tmp_path, "python -c 'import os; print(6 * 7, os.getcwd())'")
     assert code == 0 and out.strip() == f"42 {tmp_path.resolve()}"
 
 
+@pytest.mark.bubblewrap
 async def test_pytest_on_a_tiny_project(bwrap: str, tmp_path: Path) -> None:
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (tmp_path / "test_calc.py").write_text(
@@ -42,6 +44,7 @@ async def test_pytest_on_a_tiny_project(bwrap: str, tmp_path: Path) -> None:
     assert code == 1 and "1 failed, 1 passed" in out
 
 
+@pytest.mark.bubblewrap
 async def test_writes_outside_the_workspace_fail(bwrap: str, tmp_path: Path) -> None:
     ws, outside = tmp_path / "ws", tmp_path / "outside"
     ws.mkdir()
@@ -55,6 +58,7 @@ async def test_writes_outside_the_workspace_fail(bwrap: str, tmp_path: Path) -> 
     assert code == 0 and (ws / "mine.txt").read_text() == "ok\n"
 
 
+@pytest.mark.bubblewrap
 async def test_home_and_ssh_keys_are_not_there(bwrap: str, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -67,6 +71,7 @@ async def test_home_and_ssh_keys_are_not_there(bwrap: str, tmp_path: Path) -> No
     assert "No such file" in out
 
 
+@pytest.mark.bubblewrap
 async def test_no_network_unless_the_file_allows_it(
         bwrap: str, provider: ScriptedProvider, tmp_path: Path) -> None:
     url = provider.openai_base_url + "/models"
@@ -78,6 +83,7 @@ async def test_no_network_unless_the_file_allows_it(
     assert "reached" in out or "HTTP Error" in out  # the loopback server answered
 
 
+@pytest.mark.bubblewrap
 async def test_time_and_output_limits(bwrap: str, tmp_path: Path) -> None:
     result = await run_sandboxed("sleep 30", tmp_path, SandboxPolicy(timeout=0.5))
     assert result.exit_code is None and "time limit" in result.text(SandboxPolicy(timeout=0.5))
@@ -98,6 +104,7 @@ async def test_without_bwrap_the_tool_is_refused_with_how_to_get_it(
         await run_sandboxed("id", tmp_path, SandboxPolicy())
 
 
+@pytest.mark.bubblewrap
 async def test_allowed_and_blocked_commands(bwrap: str, tmp_path: Path) -> None:
     box = ShellToolbox(tmp_path, {"command_line_allowed_commands": ["python", "echo"],
                                   "command_line_blocked_commands": [r"echo\s+secret"]})
@@ -125,6 +132,7 @@ def _coder(req: ScriptRequest) -> Reply:
     return answer("I set VALUE to 2 with a command")
 
 
+@pytest.mark.bubblewrap
 async def test_api_agent_shell_output_is_its_answers_workspace(
         bwrap: str, provider: ScriptedProvider, tmp_path: Path) -> None:
     proj = tmp_path / "proj"

@@ -26,6 +26,8 @@ from mcp_harness import write_team
 from scripted_provider import ScriptedProvider
 from tasks_client import TasksClient
 
+pytestmark = [pytest.mark.redis, pytest.mark.haproxy]
+
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_round_robin_serves_both_eras(cluster: Cluster, provider: ScriptedProvider,

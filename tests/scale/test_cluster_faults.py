@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import pytest
 from cluster import Cluster, final_for
 from cluster_checks import (
     TIMEOUT,
@@ -24,6 +25,8 @@ from cluster_checks import (
 from redis_server import RedisServer
 from scripted_provider import ScriptedProvider
 from tasks_client import TasksClient
+
+pytestmark = [pytest.mark.redis, pytest.mark.haproxy]
 
 
 async def test_replica_killed_while_client_waits(own_cluster: Cluster,

@@ -31,6 +31,8 @@ from massgen_mcp.runs.engine import Engine
 from massgen_mcp.runs.store import RUN_FINISHED
 from massgen_mcp.runs.store_open import open_store
 
+pytestmark = pytest.mark.redis
+
 CHILD = """
 import json, sys, anyio
 from pathlib import Path

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 import yaml
 from agents import answer_then_vote
 from helpers import make_team
@@ -30,6 +31,8 @@ from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.runs.engine import Engine
 from massgen_mcp.runs.store_open import open_store
 from massgen_mcp.server import build_server
+
+pytestmark = pytest.mark.redis
 
 
 async def test_a_second_server_on_the_same_redis_reads_lists_views_and_streams_a_run(

@@ -104,6 +104,7 @@ def test_an_unreachable_redis_stops_the_store_at_start(tmp_path: Path) -> None:
     assert "sekret-pass-123" not in text and ":***@127.0.0.1" in text
 
 
+@pytest.mark.redis
 def test_a_wrong_password_is_refused_at_start_without_echoing_it(tmp_path: Path) -> None:
     with RedisServer(extra=["--requirepass", "the-right-one-42"]) as server:
         good = f"redis://:the-right-one-42@127.0.0.1:{server.port}/0"
@@ -203,6 +204,7 @@ def test_report_and_view_read_a_run_from_redis_and_refuse_a_bad_store(
     assert "view-secret-77" not in bad.stderr + bad.stdout
 
 
+@pytest.mark.redis
 def test_the_password_never_reaches_a_log_when_redis_goes_away(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with RedisServer(extra=["--requirepass", "log-secret-pass-31"]) as server:
@@ -224,6 +226,7 @@ def test_the_password_never_reaches_a_log_when_redis_goes_away(
     assert "log-secret-pass-31" not in caplog.text + str(e.value)
 
 
+@pytest.mark.redis
 def test_tls_and_unix_socket_urls_reach_their_redis(tmp_path: Path) -> None:
     with RedisServer(tls=True) as server:
         assert server.url.startswith("rediss://")

@@ -109,6 +109,7 @@ def _reader(req: ScriptRequest) -> Reply:
     return answer("What I found: " + ran[0]["content"])
 
 
+@pytest.mark.bubblewrap
 async def test_seeding_skips_secret_files_and_outputs_are_redacted_before_providers(
         provider: ScriptedProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     require_program("bubblewrap", "bwrap")

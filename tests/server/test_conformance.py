@@ -29,6 +29,8 @@ import pytest
 from mcp_harness import http_server, server_env
 from tiers import require_node_bin
 
+pytestmark = pytest.mark.npm
+
 SCENARIOS = ["server-initialize", "ping", "tools-list", "resources-list", "prompts-list",
              "server-sse-multiple-streams", "dns-rebinding-protection"]
 

@@ -19,6 +19,8 @@ from agents import answer_then_vote
 from mcp_harness import EXE, server_env, write_team
 from tiers import require_node_bin
 
+pytestmark = pytest.mark.npm
+
 JS = Path(__file__).parents[1] / "js"
 BIN = JS / "node_modules" / ".bin"
 TOOLS = {"run_consensus", "get_run", "list_runs", "cancel_run", "list_backends", "plan",

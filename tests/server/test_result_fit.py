@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from agents import answer_then_vote
 from mcp_harness import memory_client, write_team
 from scripted_provider import ScriptedProvider
@@ -119,6 +120,7 @@ async def test_get_run_detail_is_checked(provider: ScriptedProvider, tmp_path: P
         assert "detail" in r.content[0].text  # type: ignore[union-attr]
 
 
+@pytest.mark.npm
 def test_claude_code_shows_the_decision_and_the_final_answer_inline(
         provider: ScriptedProvider, tmp_path: Path) -> None:
     """The real Claude Code CLI (headless, the allow rule for massgen's tools): the model's

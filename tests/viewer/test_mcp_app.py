@@ -64,6 +64,7 @@ def gated(text: str, gate: threading.Event) -> Any:
     return script
 
 
+@pytest.mark.chromium
 async def test_the_app_shows_the_run_live_escaped_and_offline(
         provider: ScriptedProvider, tmp_path: Path, browser: Any) -> None:
     require("chromium", Path(CHROMIUM).exists())

@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from agents import has_answered, presenting
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_harness import http_server, write_team
 from scripted_provider import Reply, ScriptRequest, answer, vote
 from viewer_harness import browser_fixture  # noqa: F401  (the `browser` fixture)
+
+pytestmark = pytest.mark.chromium
 
 
 async def test_the_http_transport_serves_runs_behind_its_token_live_too(
