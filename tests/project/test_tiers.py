@@ -46,8 +46,13 @@ def test_a_missing_tier_skips_locally_with_its_install_command_and_fails_in_ci(
 MARKED = '''
 import pytest
 
+@pytest.fixture
+def server():
+    raise AssertionError("a fixture of a test whose tier is missing must not start")
+
 @pytest.mark.redis
-def test_marked():
+@pytest.mark.haproxy
+def test_marked(server):
     raise AssertionError("a test whose tier is missing must not start")
 '''
 
@@ -63,13 +68,17 @@ def test_a_marked_test_whose_tier_is_missing_never_starts(tmp_path: Path, ci: st
                            "conftest", "-rsE", "-q", str(tmp_path / "test_marked.py")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     out = done.stdout
-    assert "must not start" not in out, out
     if ci:
         assert done.returncode == 1 and "1 error" in out, out
     else:
         assert done.returncode == 0 and "1 skipped" in out, out
+    assert "must not start" not in out, out
     assert "redis tier not installed: `redis-server` not on PATH; install it with: " \
            "apt-get install -y redis-server" in out, out
+    assert "haproxy tier not installed: `haproxy` not on PATH; install it with: " \
+           "apt-get install -y haproxy" in out, out  # every missing tier, in one reason
+    if not ci:
+        assert "SKIPPED [1] test_marked.py:" in out, out  # reported at the test
 
 
 def test_every_tier_is_a_registered_marker_naming_its_install_command() -> None:
