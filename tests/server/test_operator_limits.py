@@ -98,7 +98,7 @@ async def test_runs_at_once_are_capped_per_user_and_for_the_server(
                         ).is_error  # its run ended: alice may start another
 
 
-@pytest.mark.parametrize("store", ["files", "redis"])
+@pytest.mark.parametrize("store", ["files", pytest.param("redis", marks=pytest.mark.redis)])
 async def test_a_users_daily_spend_is_capped_on_the_shared_counters(
         provider: ScriptedProvider, tmp_path: Path, store: str,
         request: pytest.FixtureRequest) -> None:
