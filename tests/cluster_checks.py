@@ -1,5 +1,5 @@
-"""What the cluster tests share (tests/test_cluster.py, tests/test_cluster_faults.py): the
-scripted team, a gate that holds a run live, the cluster fixtures, and the checks every test
+"""What the cluster tests share (tests/scale/test_cluster.py and test_cluster_faults.py):
+the scripted team, a gate that holds a run live, the cluster fixtures, and the checks every test
 ends with (the events agree with the result; the runs in Redis are the runs started)."""
 
 from __future__ import annotations

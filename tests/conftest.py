@@ -13,12 +13,37 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from redis_server import RedisServer, flush
 from scripted_provider import ScriptedProvider
+from tiers import FIXTURE_MARKERS, MARKERS, in_ci, require_markers, unavailable
 
 # No test may see a real key, and no test may reach a real provider.
 for _var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
              "OPENROUTER_API_KEY", "XAI_API_KEY", "GROQ_API_KEY", "TOGETHER_API_KEY",
              "MASSGEN_MCP_HOME", "MASSGEN_MCP_TOKEN"):
     os.environ.pop(_var, None)
+
+
+def _tier_markers(item: pytest.Item) -> list[str]:
+    return sorted({mark.name for mark in item.iter_markers() if mark.name in MARKERS})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses a tier's shared fixture (redis_url, cluster, browser...) is marked
+    with that tier, as if its module said so. Locally, a test whose tier is missing is
+    marked skipped here, so the skip is reported at the test, naming the install command."""
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            for marker in FIXTURE_MARKERS.get(fixture, ()):
+                item.add_marker(marker)
+        why = "" if in_ci() else unavailable(_tier_markers(item))
+        if why:
+            item.add_marker(pytest.mark.skip(reason=why))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under CI, a test whose tier is missing fails here, before its fixtures start (the
+    runner's own setup comes after this conftest's)."""
+    require_markers(_tier_markers(item))
 
 
 @pytest.fixture(scope="session")
@@ -66,5 +91,5 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
-# The cluster fixtures (haproxy, replicas, workers, Redis) of tests/test_cluster*.py.
+# The cluster fixtures (haproxy, replicas, workers, Redis) of tests/scale/test_cluster*.py.
 from cluster_checks import _programs, cluster, own_cluster, redis_module  # noqa: E402, F401

@@ -1,5 +1,5 @@
 """The commands the README and the docs pages show, read from their fenced blocks, so tests
-run what a reader pastes (tests/test_install.py, tests/test_quickstart.py, tests/test_docs.py).
+run what a reader pastes (tests/docs/: test_install.py, test_quickstart.py, test_docs.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Runs ONE hostile tool input for real and reports what it did. Standard library only.
 
-Started by `tests/test_guard_effects.py` as the only process of a disposable bubblewrap
+Started by `tests/guard/test_hook_effects.py` as the only process of a disposable bubblewrap
 namespace: the real filesystem read-only, /tmp and /srv empty tmpfs, no network but its own
 loopback, where this driver listens on ports 80 and 443 (TLS with a test CA the clients are
 told to trust) for the hostnames `/etc/hosts` maps there. Nothing it does can reach the

@@ -11,7 +11,7 @@ then on that part of the server is the one the SDK built. Static resources (the 
 the viewer App) are registered at start: they cost nothing.
 
 The file is generated, never edited: `python -m massgen_mcp.server.write_catalog` rewrites it,
-and `tests/test_startup.py` regenerates it and compares (a stale file fails the tests). It is
+and `tests/server/test_startup.py` regenerates it and compares (a stale file fails the tests). It is
 used only with the pydantic and MCP SDK versions it was generated with (their schema output
 may change between versions); with others, or without the file, everything is built at start
 as before.

@@ -19,7 +19,7 @@ Two things the SDK's public API does not offer, and what we reach for instead:
   read-only view of the open session ids.
 
 `pyproject.toml` pins the SDK to the minor release these were checked against, and
-`tests/test_sdk_adapter.py` fails, naming the part, when an SDK release changes any of them:
+`tests/server/test_sdk_adapter.py` fails, naming the part, when an SDK release changes any of them:
 `problems()` is what it asserts on.
 """
 
