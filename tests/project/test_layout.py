@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,3 +186,18 @@ def test_capabilities_are_asked_of_the_provider() -> None:
                     for side in [node.left, *node.comparators]):
                 compared.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
     assert compared == [], "add a capability to Provider and ask it:\n" + "\n".join(compared)
+
+
+def test_every_test_lives_in_a_concept_folder() -> None:
+    """tests/ holds shared helpers; each test file sits in the folder of what it tests, and
+    that folder is on the import path pytest and mypy use (pyproject)."""
+    tests = Path(__file__).resolve().parents[1]
+    loose = sorted(p.name for p in tests.glob("test_*.py"))
+    assert loose == [], f"move these into a concept folder (tests/<concept>/): {loose}"
+    config = tomllib.loads((tests.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    pythonpath = config["tool"]["pytest"]["ini_options"]["pythonpath"]
+    mypy_path = config["tool"]["mypy"]["mypy_path"].split(":")
+    folders = sorted({p.parent.name for p in tests.glob("*/test_*.py")})
+    missing = [f for f in folders if f"tests/{f}" not in pythonpath
+               or f"tests/{f}" not in mypy_path]
+    assert missing == [], f"add to pytest's pythonpath and mypy_path in pyproject: {missing}"
