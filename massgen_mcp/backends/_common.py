@@ -8,12 +8,12 @@ import importlib
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from massgen_mcp.backends.lenient_json import loads_lenient
 from massgen_mcp.config.providers import provider_for_base_url
 from massgen_mcp.errors import BackendError, PermanentBackendError, TransientBackendError
-from massgen_mcp.messages import ToolCall
+from massgen_mcp.messages import Message, ToolCall
 from massgen_mcp.redaction import redact_text, safe_text
 
 if TYPE_CHECKING:
@@ -85,6 +85,27 @@ def _encodable(value: Any) -> Any:
 #: More tokens than one call can read or write (twice the largest context window offered):
 #: a reply claiming more is a bad reply, not spending that would end the run's budget.
 MAX_TOKENS_PER_CALL = 20_000_000
+
+
+Part = TypeVar("Part")
+
+
+def role_turns(messages: list[Message], assistant: str,
+               parts: Callable[[Message], list[Part]]) -> list[tuple[str, list[Part]]]:
+    """The conversation as (role, parts) turns for the wires whose roles alternate (Anthropic,
+    Gemini): system text goes elsewhere, a message with no parts is dropped, and messages in
+    a row from one side (a turn's parallel tool results) are merged into one turn."""
+    turns: list[tuple[str, list[Part]]] = []
+    for m in messages:
+        role = assistant if m.role == "assistant" else "user"
+        found = parts(m) if m.role != "system" else []
+        if not found:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(found)
+        else:
+            turns.append((role, found))
+    return turns
 
 
 def count(value: Any) -> int:

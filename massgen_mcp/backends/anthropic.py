@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from massgen_mcp.backends._common import (
     count,
     reading_reply,
+    role_turns,
     ssl_context,
     stainless_errors,
     tool_call,
@@ -143,19 +144,6 @@ def _read_reply(response: Any) -> Turn:
 
 
 def _wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "system":
-            continue
-        role = "assistant" if m.role == "assistant" else "user"
-        blocks = _blocks(m)
-        if not blocks:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    for msg in out:
-        # The API wants tool results first in a user message.
-        msg["content"].sort(key=lambda b: b["type"] != "tool_result")
-    return out
+    # The API wants tool results first in a user message.
+    return [{"role": role, "content": sorted(blocks, key=lambda b: b["type"] != "tool_result")}
+            for role, blocks in role_turns(messages, "assistant", _blocks)]

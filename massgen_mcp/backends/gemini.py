@@ -25,6 +25,7 @@ from massgen_mcp.backends._common import (
     connection_error,
     count,
     reading_reply,
+    role_turns,
     ssl_context,
     status_error,
     timeout_error,
@@ -231,17 +232,6 @@ def _read_reply(response: Any) -> Turn:
 def _wire_contents(messages: list[Message]) -> list[Any]:
     from google.genai import types
 
-    out: list[types.Content] = []
-    for m in messages:
-        if m.role == "system":
-            continue
-        role = "model" if m.role == "assistant" else "user"
-        parts = _parts(m)
-        if not parts:
-            continue
-        if out and out[-1].role == role:
-            # Gemini wants the answers to one turn's parallel calls in one content.
-            out[-1].parts = [*(out[-1].parts or []), *parts]
-        else:
-            out.append(types.Content(role=role, parts=parts))
-    return out
+    # Gemini wants the answers to one turn's parallel calls in one content.
+    return [types.Content(role=role, parts=parts)
+            for role, parts in role_turns(messages, "model", _parts)]

@@ -58,14 +58,21 @@ def openai_client(spec: AgentSpec) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=spec.base_url, **common)
 
 
-class OpenAIChatBackend:
-    """`Backend` for the Chat Completions wire format."""
+class OpenAIClientBackend:
+    """What the backends of both OpenAI wire formats hold: the spec and the SDK client."""
 
     def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
         self.provider = spec.provider.name
         self.model = spec.model
         self._spec = spec
         self._client = openai_client(spec)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+class OpenAIChatBackend(OpenAIClientBackend):
+    """`Backend` for the Chat Completions wire format."""
 
     async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
         from openai.types.chat import ChatCompletion
@@ -79,9 +86,6 @@ class OpenAIChatBackend:
                                                cast_to=ChatCompletion)
         with reading_reply(self._spec):
             return _read_reply(response)
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     def _params(self, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
         b = self._spec.backend

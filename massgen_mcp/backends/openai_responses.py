@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from massgen_mcp.backends._common import (
     TOOL_ERROR_PREFIX,
@@ -26,12 +26,8 @@ from massgen_mcp.backends._common import (
     parse_arguments,
 )
 from massgen_mcp.backends.native_tools import NativeUse, responses_tools
-from massgen_mcp.backends.openai_chat import openai_client, openai_errors
+from massgen_mcp.backends.openai_chat import OpenAIClientBackend, openai_errors
 from massgen_mcp.messages import Message, ToolCall, ToolSpec, Turn, Usage, new_call_id
-
-if TYPE_CHECKING:
-    from massgen_mcp.backends import BackendContext
-    from massgen_mcp.config.team import AgentSpec
 
 _WIRE = "openai_responses"
 # Models that reason (and so return reasoning items to keep); others reject the include.
@@ -39,14 +35,8 @@ _REASONING_MODEL = re.compile(r"^(o\d|gpt-5|codex|grok-4|grok-3-mini|gpt-oss)", 
 _NATIVE_CALLS = {"web_search_call": "web_search", "code_interpreter_call": "code_interpreter"}
 
 
-class OpenAIResponsesBackend:
+class OpenAIResponsesBackend(OpenAIClientBackend):
     """`Backend` for the OpenAI Responses wire format."""
-
-    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
-        self.provider = spec.provider.name
-        self.model = spec.model
-        self._spec = spec
-        self._client = openai_client(spec)
 
     async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
         params = self._params(messages, tools)
@@ -87,9 +77,6 @@ class OpenAIResponsesBackend:
             data["native"] = used
         stop = "tool_calls" if calls else (response.status or None)
         return Turn("".join(texts), tuple(calls), usage, stop, data)
-
-    async def aclose(self) -> None:
-        await self._client.close()
 
     def _params(self, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
         b = self._spec.backend
