@@ -19,24 +19,10 @@ answer is generated from the mode's schema, as the test agent does.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import Any
 
-from massgen_mcp.backends.testing import example
-from massgen_mcp.messages import (
-    NEW_ANSWER,
-    VOTE,
-    Message,
-    Step,
-    ToolCall,
-    ToolSpec,
-    Turn,
-    Usage,
-    current_step,
-)
-
-if TYPE_CHECKING:
-    from massgen_mcp.backends import BackendContext
-    from massgen_mcp.config.team import AgentSpec
+from massgen_mcp.backends.testing import SchemaAgentBackend, example
+from massgen_mcp.messages import Message, Step, ToolSpec, Turn, current_step
 
 #: What every demo text starts with.
 LABEL = "demo: no model was asked"
@@ -75,56 +61,43 @@ def demo_text(role: str, task: str, final: bool = False) -> str:
             f"{body}\n\nThe task was: {' '.join(task.split())[:300]}")
 
 
-class DemoBackend:
-    """One scripted demo agent; its model names its role."""
+class DemoBackend(SchemaAgentBackend):
+    """One scripted demo agent; its model names its role. It makes the test agent's moves,
+    paced, with its role's texts and votes."""
 
-    def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
-        self.provider, self.model, self.agent_id = "demo", spec.model, spec.id
-        self.calls = 0
+    name = "demo"
 
     async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
         import anyio
 
-        self.calls += 1
         step = current_step() or Step("coordinate")
         pace = VOTE_PACE if step.answered and not step.presenting else ANSWER_PACE
         await anyio.sleep(pace.get(self.model, DEFAULT_PACE))
-        offered = {t.name: t for t in tools}
-        answer, vote = offered.get(NEW_ANSWER), offered.get(VOTE)
-        prompt = next((m.content for m in reversed(messages) if m.role == "user"), "")
-        if vote is not None and step.vote_targets and not step.presenting and (
-                step.answered or answer is None):
-            target, reason = self._vote(step, prompt)
-            call = ToolCall(f"demo-{self.calls}", VOTE,
-                            {"agent_id": target, "reason": f"({LABEL}) {reason}"})
-        elif answer is not None:
-            call = ToolCall(f"demo-{self.calls}", NEW_ANSWER,
-                            self._answer(answer, _task_of(prompt), step.presenting))
-        else:
-            return Turn(text=f"({LABEL}) no workflow tool offered", usage=Usage(1, 1))
-        return Turn(tool_calls=(call,), usage=Usage(1, 1))
+        return await super().turn(messages, tools)
 
-    def _answer(self, tool: ToolSpec, task: str, final: bool) -> dict[str, object]:
+    def _no_tool_text(self) -> str:
+        return f"({LABEL}) no workflow tool offered"
+
+    def _answer(self, tool: ToolSpec, step: Step, prompt: str) -> dict[str, Any]:
         props = tool.parameters.get("properties", {})
         if set(props) == {"content"}:  # a free-text answer
-            return {"content": demo_text(self.model, task, final)}
+            return {"content": demo_text(self.model, _task_of(prompt), step.presenting)}
         return dict(example(tool.parameters, f"{LABEL} {self.model}"))
 
-    def _vote(self, step: Step, prompt: str) -> tuple[str, str]:
+    def _vote(self, step: Step, targets: list[str], prompt: str) -> dict[str, Any]:
         """The anonymous id of the answer this role votes for (found by the answer's
         opening words among the answers shown), else its own, else the first."""
         favourite, reason = _VOTES.get(self.model, (self.model, "it reads best to me"))
         # a free-text answer opens with its role's words; a structured one (a plan) carries
         # its role in its example text
         marks = [m for m in (_ROLE_OF_TEXT.get(favourite, ""), f"{LABEL} {favourite}") if m]
-        for label, text in _SHOWN.findall(prompt):
-            if any(m in text for m in marks) and label in step.vote_targets:
-                return label, reason
         own = (step.own_label or "").split(".")[0]
-        return (own if own in step.vote_targets else step.vote_targets[0]), reason
-
-    async def aclose(self) -> None:
-        return None
+        target = own if own in targets else targets[0]
+        for label, text in _SHOWN.findall(prompt):
+            if any(m in text for m in marks) and label in targets:
+                target = label
+                break
+        return {"agent_id": target, "reason": f"({LABEL}) {reason}"}
 
 
 def _task_of(prompt: str) -> str:

@@ -38,10 +38,14 @@ _MAX_DEPTH = 12
 
 
 class SchemaAgentBackend:
-    """Answers, votes and presents with arguments generated from the offered tools."""
+    """Answers, votes and presents with arguments generated from the offered tools. The demo
+    agent is this agent with scripted texts and votes: it overrides `_vote` and `_answer`."""
+
+    #: The provider it reports, also the prefix of its call ids.
+    name = "test"
 
     def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
-        self.provider, self.model, self.agent_id = "test", spec.model, spec.id
+        self.provider, self.model, self.agent_id = self.name, spec.model, spec.id
         self.calls = 0
 
     async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
@@ -50,17 +54,26 @@ class SchemaAgentBackend:
         offered = {t.name: t for t in tools}
         answer, vote = offered.get(NEW_ANSWER), offered.get(VOTE)
         targets = list(step.vote_targets) or _enum(vote)
+        prompt = next((m.content for m in reversed(messages) if m.role == "user"), "")
         if vote is not None and targets and not step.presenting and (
                 step.answered or answer is None):
-            call = ToolCall(f"test-{self.calls}", VOTE, {
-                "agent_id": targets[0], "reason": f"{self.agent_id} finds it complete"})
+            call = ToolCall(f"{self.name}-{self.calls}", VOTE, self._vote(step, targets, prompt))
         elif answer is not None:
-            what = "final" if step.presenting else "answer"
-            call = ToolCall(f"test-{self.calls}", NEW_ANSWER,
-                            example(answer.parameters, f"{self.agent_id} {self.model} {what}"))
+            call = ToolCall(f"{self.name}-{self.calls}", NEW_ANSWER,
+                            self._answer(answer, step, prompt))
         else:
-            return Turn(text=f"{self.agent_id}: no workflow tool offered", usage=Usage(1, 1))
+            return Turn(text=self._no_tool_text(), usage=Usage(1, 1))
         return Turn(tool_calls=(call,), usage=Usage(1, 1))
+
+    def _no_tool_text(self) -> str:
+        return f"{self.agent_id}: no workflow tool offered"
+
+    def _vote(self, step: Step, targets: list[str], prompt: str) -> dict[str, Any]:
+        return {"agent_id": targets[0], "reason": f"{self.agent_id} finds it complete"}
+
+    def _answer(self, tool: ToolSpec, step: Step, prompt: str) -> dict[str, Any]:
+        what = "final" if step.presenting else "answer"
+        return dict(example(tool.parameters, f"{self.agent_id} {self.model} {what}"))
 
     async def aclose(self) -> None:
         return None
