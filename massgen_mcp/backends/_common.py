@@ -1,5 +1,6 @@
-"""What the three wire-format backends share: argument parsing, key redaction, and the error
-messages, so every backend fails the same way and no message ever carries a key."""
+"""What the three wire-format backends share: argument parsing, key redaction, the error
+messages (so every backend fails the same way and no message ever carries a key), and the
+merging of a conversation into alternating turns."""
 
 from __future__ import annotations
 
