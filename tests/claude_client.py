@@ -174,3 +174,51 @@ def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str
         if sent.exists() else []
     proc = subprocess.CompletedProcess(argv, 0, screen.decode(errors="replace")[-4000:], "")
     return ClaudeRun(proc, messages, provider.requests_for(DRIVER))
+
+
+def run_claude_calls(provider: ScriptedProvider, cwd: Path, home: Path,
+                     calls: list[tuple[str, dict[str, Any]]], server_args: list[str],
+                     settings: dict[str, Any], env: dict[str, str] | None = None,
+                     timeout: float = 300) -> ClaudeRun:
+    """`claude -p` in `cwd`, NOT `--bare` (which skips the hooks in settings), with `settings`
+    (hooks, say) passed by `--settings` and a throwaway `home`: the model calls each
+    `mcp__massgen__<tool>(arguments)` of `calls` in turn, one per reply, then ends its turn."""
+
+    def driver(req: ScriptRequest) -> Reply:
+        done = len(req.tool_results)  # every result so far: the next call is the next one
+        if done >= len(calls):
+            return Text(DONE)
+        tool, arguments = calls[done]
+        return ToolCalls([Call(f"mcp__massgen__{tool}", arguments)])
+
+    provider.script(DRIVER, driver)
+    sent = cwd.parent / "client-to-server.jsonl"
+    serve = " ".join(shlex.quote(a) for a in [EXE, *server_args])
+    config = cwd.parent / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"massgen": {
+        "type": "stdio", "command": "/bin/sh",
+        "args": ["-c", f"tee -a {shlex.quote(str(sent))} | exec {serve}"]}}}))
+    settings_file = cwd.parent / "claude-settings.json"
+    settings_file.write_text(json.dumps(settings))
+    home.mkdir(parents=True, exist_ok=True)
+    base = server_env()
+    run_env = {**base, "HOME": str(home),
+               "PATH": f"{_claude().parent}{os.pathsep}{base.get('PATH', '')}",
+               "ANTHROPIC_BASE_URL": provider.anthropic_base_url, "ANTHROPIC_API_KEY": TEST_KEY,
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+               "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
+               "CLAUDE_CODE_MAX_RETRIES": "0", **(env or {})}
+    argv = [str(_claude()), "-p", "Ask the reviewers for a plan.", "--model", DRIVER,
+            "--output-format", "stream-json", "--verbose", "--settings", str(settings_file),
+            "--mcp-config", str(config), "--strict-mcp-config",
+            "--allowedTools", "mcp__massgen__*", "--max-turns", str(len(calls) + 2)]
+    proc = subprocess.run(argv, cwd=cwd, env=run_env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+    messages = []
+    if sent.exists():
+        for line in sent.read_text().splitlines():
+            try:
+                messages.append(json.loads(line))
+            except ValueError:
+                continue
+    return ClaudeRun(proc, messages, provider.requests_for(DRIVER))

@@ -1,0 +1,189 @@
+"""A human can say yes, with the real Claude Code CLI (npm) as the client, headless.
+
+`claude -p` has no dialog to show a form in, but it runs the `Elicitation` hooks of its
+settings on every MCP elicitation, and a hook's `hookSpecificOutput` (`action`: accept,
+decline or cancel; `content`: the form's values) is the answer sent to the server. Here
+that hook is a small script in the throwaway home: it records what it was shown and gives a
+fixed answer. The scripted Anthropic model has Claude Code call `checkpoint_init`, then
+`checkpoint`; three scripted reviewers approve a plan that force-pushes main (irreversible),
+so the server asks the person. A yes makes the plan active (the real PreToolUse hook then
+allows the push); a no, or no hook at all, activates nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_client import ClaudeRun, run_claude_calls
+from scripted_provider import ScriptedProvider
+from test_checkpoint_person import person_file, reviewers
+from test_guard_trust import (  # noqa: F401 (_key: the autouse fixture isolating the key)
+    GOALS,
+    PUSH,
+    TOOLS,
+    _key,
+    hook,
+    push_plan,
+)
+
+#: The hook: record the input Claude Code gives it (one JSON line), answer with argv[1].
+PERSON_HOOK = """\
+import json, sys
+seen = json.load(sys.stdin)
+with open(sys.argv[2], "a") as record:
+    record.write(json.dumps(seen) + "\\n")
+if seen["hook_event_name"] == "Elicitation" and sys.argv[1] != "none":
+    answer = {"hookEventName": "Elicitation", "action": sys.argv[1]}
+    if sys.argv[1] == "accept":
+        answer["content"] = {"approve": True}
+    print(json.dumps({"hookSpecificOutput": answer}))
+"""
+
+
+def person_settings(home: Path, answer: str | None) -> tuple[dict[str, Any], Path]:
+    """Claude Code settings whose `Elicitation` hook answers `answer` for the massgen server
+    (None: no hook at all) and whose `ElicitationResult` hook records what was sent back;
+    returns (the settings, the file the hooks record to)."""
+    script = home / "person_hook.py"
+    record = home / "hook-inputs.jsonl"
+    home.mkdir(parents=True, exist_ok=True)
+    script.write_text(PERSON_HOOK)
+
+    def command(reply: str) -> list[dict[str, Any]]:
+        return [{"matcher": "massgen", "hooks": [{
+            "type": "command", "command": f"{sys.executable} {script} {reply} {record}"}]}]
+
+    hooks = {"ElicitationResult": command("none")}
+    if answer is not None:
+        hooks["Elicitation"] = command(answer)
+    return {"hooks": hooks}, record
+
+
+def hook_inputs(record: Path, event: str) -> list[dict[str, Any]]:
+    if not record.exists():
+        return []
+    seen = [json.loads(line) for line in record.read_text().splitlines()]
+    return [s for s in seen if s["hook_event_name"] == event]
+
+
+#: Claude Code negotiates 2026-07-28 by itself; MCP_PROTOCOL_NEGOTIATION=legacy holds it
+#: to the 2025-11-25 handshake (initialize, then `elicitation/create` mid-call).
+ERAS = {"2026-07-28": {}, "2025-11-25": {"MCP_PROTOCOL_NEGOTIATION": "legacy"}}
+
+
+def ask_claude_code(provider: ScriptedProvider, tmp_path: Path, workspace: Path,
+                    answer: str | None, note: str, era: str) -> tuple[ClaudeRun, Path]:
+    team = reviewers(tmp_path, provider, push_plan(note))
+    home = tmp_path / "home"
+    settings, record = person_settings(home, answer)
+    run = run_claude_calls(
+        provider, workspace, home,
+        [("checkpoint_init", {"workspace_dir": str(workspace),
+                              "original_task": "rewrite history", "available_tools": TOOLS}),
+         ("checkpoint", {"objective": "force-push the rewritten main",
+                         "action_goals": GOALS})],
+        ["--checkpoint-team", str(team)], settings,
+        env={"MASSGEN_MCP_KEY_FILE": str(tmp_path / "keys" / "plan.key"), **ERAS[era]})
+    assert protocol(run) == era, run.sent[:2]
+    return run, record
+
+
+def protocol(run: ClaudeRun) -> str:
+    """The protocol version of Claude Code's tool calls (2026-07-28 names it in every
+    request; a 2025-11-25 session in its `initialize`)."""
+    calls = [m for m in run.sent if m.get("method") == "tools/call"]
+    assert calls, f"Claude Code called no tool: {run.proc.stderr[-3000:]}"
+    named = calls[0]["params"].get("_meta", {}).get("io.modelcontextprotocol/protocolVersion")
+    if named:
+        return str(named)
+    return next(str(m["params"]["protocolVersion"]) for m in run.sent
+                if m.get("method") == "initialize")
+
+
+def answers(run: ClaudeRun) -> list[dict[str, Any]]:
+    """The person's answers Claude Code sent the server: 2026-07-28, in the retried
+    `checkpoint` call; 2025-11-25, as the response to `elicitation/create`."""
+    retried = [m["params"]["inputResponses"]["person_approval"] for m in run.sent
+               if m.get("method") == "tools/call" and "inputResponses" in m.get("params", {})]
+    responded = [m["result"] for m in run.sent
+                 if "method" not in m and "action" in (m.get("result") or {})]
+    return retried + responded
+
+
+def checkpoint_result(run: ClaudeRun) -> str:
+    """The text of the `checkpoint` result Claude Code gave its model."""
+    for req in reversed(run.requests):
+        results = req.tool_results
+        if len(results) >= 2:
+            return str(results[1]["content"])
+    raise AssertionError(f"no checkpoint result reached the model:\n{run.proc.stdout[-3000:]}"
+                         f"\n{run.proc.stderr[-3000:]}")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "project"
+    ws.mkdir()
+    return ws
+
+
+@pytest.mark.parametrize("era", list(ERAS))
+def test_the_elicitation_hook_says_yes_and_the_plan_becomes_active(
+        provider: ScriptedProvider, tmp_path: Path, workspace: Path, era: str) -> None:
+    run, record = ask_claude_code(provider, tmp_path, workspace, "accept", "yes", era)
+    text = checkpoint_result(run)
+    asked = hook_inputs(record, "Elicitation")
+    assert len(asked) == 1, (record.read_text() if record.exists() else "", text)
+    shown = asked[0]
+    assert shown["mcp_server_name"] == "massgen" and shown["mode"] == "form"
+    assert PUSH in shown["message"] and "cannot be undone" in shown["message"], shown
+    assert "force-push to a shared branch" in shown["message"]
+    assert shown["requested_schema"]["properties"]["approve"]["type"] == "boolean"
+    # A hook's answer goes to the server as it is (ElicitationResult hooks run only after
+    # Claude Code's own dialog answered).
+    assert hook_inputs(record, "ElicitationResult") == []
+    assert answers(run) == [{"action": "accept", "content": {"approve": True}}], run.sent
+    out = json.loads(text)  # Claude Code hands its model the structured result
+    assert out["status"] == "completed" and out["person"] == "approved", out
+    assert out["person_note"] is None and out["plan"]["steps"][1]["approved_action"]
+    assert person_file(workspace)["answer"] == "approved"
+    assert hook(workspace, PUSH)[0] == "allow"  # the state the PreToolUse hook reads
+
+
+@pytest.mark.parametrize("era", list(ERAS))
+@pytest.mark.parametrize(("answer", "said"), [("decline", "declined"),
+                                               ("cancel", "cancelled")])
+def test_the_elicitation_hook_says_no_and_nothing_becomes_active(
+        provider: ScriptedProvider, tmp_path: Path, workspace: Path, answer: str,
+        said: str, era: str) -> None:
+    run, record = ask_claude_code(provider, tmp_path, workspace, answer, "no", era)
+    text = checkpoint_result(run)
+    (shown,) = hook_inputs(record, "Elicitation")
+    assert PUSH in shown["message"], shown
+    assert [a["action"] for a in answers(run)] == [answer], run.sent
+    assert "did NOT become active" in text, text
+    assert person_file(workspace)["answer"] == said
+    verdict, reason = hook(workspace, PUSH)
+    assert verdict == "deny", reason  # no plan is active: the force-push stays gated
+
+
+@pytest.mark.parametrize("era", list(ERAS))
+def test_headless_without_a_hook_activates_nothing(
+        provider: ScriptedProvider, tmp_path: Path, workspace: Path, era: str) -> None:
+    """No `Elicitation` hook: `claude -p` has no dialog to show the form in, so Claude Code
+    answers `cancel` itself and the plan stays inactive (fails closed, not "not_asked":
+    Claude Code declares form elicitation, so the server does ask)."""
+    run, record = ask_claude_code(provider, tmp_path, workspace, None, "nobody", era)
+    text = checkpoint_result(run)
+    assert hook_inputs(record, "Elicitation") == []
+    # Claude Code answers for nobody: cancel (its ElicitationResult hooks see that answer).
+    assert answers(run) == [{"action": "cancel"}], run.sent
+    assert [r["action"] for r in hook_inputs(record, "ElicitationResult")] == ["cancel"]
+    assert "did NOT become active" in text, text
+    assert person_file(workspace)["answer"] == "cancelled"
+    verdict, reason = hook(workspace, PUSH)
+    assert verdict == "deny", reason
