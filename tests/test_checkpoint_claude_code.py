@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_client import ClaudeRun, run_claude_calls
+from claude_client import ClaudeRun, run_claude_calls, run_claude_host
 from scripted_provider import ScriptedProvider
 from test_checkpoint_person import person_file, reviewers
 from test_guard_trust import (  # noqa: F401 (_key: the autouse fixture isolating the key)
@@ -90,6 +90,11 @@ def ask_claude_code(provider: ScriptedProvider, tmp_path: Path, workspace: Path,
         env={"MASSGEN_MCP_KEY_FILE": str(tmp_path / "keys" / "plan.key"), **ERAS[era]})
     assert protocol(run) == era, run.sent[:2]
     return run, record
+
+
+CALLS = [("checkpoint_init", {"workspace_dir": "", "original_task": "rewrite history",
+                              "available_tools": TOOLS}),
+         ("checkpoint", {"objective": "force-push the rewritten main", "action_goals": GOALS})]
 
 
 def protocol(run: ClaudeRun) -> str:
@@ -187,3 +192,31 @@ def test_headless_without_a_hook_activates_nothing(
     assert person_file(workspace)["answer"] == "cancelled"
     verdict, reason = hook(workspace, PUSH)
     assert verdict == "deny", reason
+
+
+@pytest.mark.parametrize("era", list(ERAS))
+@pytest.mark.parametrize(("action", "said"), [("accept", "approved"), ("decline", "declined")])
+def test_the_sdk_host_answers_the_elicitation(
+        provider: ScriptedProvider, tmp_path: Path, workspace: Path, era: str, action: str,
+        said: str) -> None:
+    """The Agent SDK's route (`--input-format stream-json`, no hook): Claude Code hands the
+    form to its host as a `control_request` of subtype `elicitation`; the host's answer is
+    the person's."""
+    team = reviewers(tmp_path, provider, push_plan(action))
+    reply = {"action": action, **({"content": {"approve": True}} if action == "accept" else {})}
+    run, requests = run_claude_host(
+        provider, workspace, tmp_path / "home",
+        [(tool, {**args, "workspace_dir": str(workspace)} if "workspace_dir" in args else args)
+         for tool, args in CALLS],
+        ["--checkpoint-team", str(team)], lambda request: reply,
+        env={"MASSGEN_MCP_KEY_FILE": str(tmp_path / "keys" / "plan.key"), **ERAS[era]})
+    assert protocol(run) == era
+    forms = [r for r in requests if r.get("subtype") == "elicitation"]
+    assert len(forms) == 1, (requests, run.proc.stderr[-3000:])
+    form = forms[0]
+    assert form["mcp_server_name"] == "massgen" and form["mode"] == "form"
+    assert PUSH in form["message"] and "cannot be undone" in form["message"], form
+    assert form["requested_schema"]["properties"]["approve"]["type"] == "boolean"
+    assert answers(run) == [reply], run.sent
+    assert person_file(workspace)["answer"] == said
+    assert hook(workspace, PUSH)[0] == ("allow" if action == "accept" else "deny")
