@@ -303,3 +303,59 @@ def run_claude_host(provider: ScriptedProvider, cwd: Path, home: Path,
     stderr = proc.stderr.read() if proc.stderr else ""
     done = subprocess.CompletedProcess(argv, proc.returncode, "".join(printed), stderr)
     return ClaudeRun(done, _sent_messages(sent), provider.requests_for(DRIVER)), asked
+
+
+def run_claude_interactive_calls(provider: ScriptedProvider, cwd: Path, home: Path,
+                                 calls: list[tuple[str, dict[str, Any]]],
+                                 server_args: list[str], keys: list[tuple[str, bytes]],
+                                 until: str, env: dict[str, str] | None = None,
+                                 timeout: float = 240) -> ClaudeRun:
+    """Interactive Claude Code in a pseudo-terminal that makes `calls` in turn: the prompt
+    is typed once the tools are listed; then, for each `(text, keystrokes)` of `keys` in
+    order, the keystrokes are typed once `text` is on the screen (escape sequences left
+    out). Stops once a request to its model contains `until`."""
+    import pty
+    import re
+    import select
+    import signal
+    import time
+
+    sent, config, run_env = _calls_in_turn(provider, cwd, home, calls, server_args,
+                                           {"TERM": "xterm", **(env or {})})
+    claude_settings_home(home, cwd)
+    argv = [str(_claude()), "--bare", "--model", DRIVER, "--mcp-config", str(config),
+            "--strict-mcp-config", "--allowedTools", "mcp__massgen__*"]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: becomes Claude Code
+        os.chdir(cwd)
+        os.execve(argv[0], argv, run_env)
+    screen, after = b"", 0
+    typed = False
+    pending = list(keys)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)  # waits on the terminal's output
+            if ready:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    break
+            if not typed and "❯".encode() in screen and sent.exists() \
+                    and "tools/list" in sent.read_text():
+                os.write(fd, b"Ask the reviewers for a plan.\r")
+                typed, after = True, len(screen)
+            if typed and pending:
+                shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\s+", "",
+                               screen[after:].decode(errors="replace"))
+                if re.sub(r"\s+", "", pending[0][0]) in shown:
+                    os.write(fd, pending.pop(0)[1])
+                    after = len(screen)
+            if any(until in json.dumps(r.raw) for r in provider.requests_for(DRIVER)):
+                break
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    proc = subprocess.CompletedProcess(argv, 0, screen.decode(errors="replace"), "")
+    return ClaudeRun(proc, _sent_messages(sent), provider.requests_for(DRIVER))

@@ -17,12 +17,18 @@ answer) and 2025-11-25 (`elicitation/create` mid-call).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_client import ClaudeRun, run_claude_calls, run_claude_host
+from claude_client import (
+    ClaudeRun,
+    run_claude_calls,
+    run_claude_host,
+    run_claude_interactive_calls,
+)
 from scripted_provider import ScriptedProvider
 from test_checkpoint_person import person_file, reviewers
 from test_guard_trust import (  # noqa: F401 (_key: the autouse fixture isolating the key)
@@ -236,3 +242,31 @@ def test_the_agent_cannot_install_a_hook_that_says_yes_for_the_person(
         " \"Elicitation\", \"action\": \"accept\"}}'"}]}]}})
     verdict, reason = hook(workspace, f"cat > {settings} <<'EOF'\n{yes}\nEOF")
     assert verdict == "deny" and "hardline" in reason, reason
+
+
+#: Claude Code's elicitation dialog: the checkbox has the focus; Space ticks it, Down moves to
+#: the Accept button, Enter presses it. Esc cancels the dialog.
+KEYS = {"accept": [("Make this plan active", b" "), ("Accept", b"\x1b[B"), ("Accept", b"\r")],
+        "cancel": [("Make this plan active", b"\x1b")]}
+
+
+@pytest.mark.parametrize(("keys", "said"), [("cancel", "cancelled")])
+def test_interactive_claude_code_shows_the_person_the_form(
+        provider: ScriptedProvider, tmp_path: Path, workspace: Path, keys: str,
+        said: str) -> None:
+    """Interactive Claude Code (MCP Tasks on): the `checkpoint` call stays synchronous (a
+    task could not carry the question), its dialog shows the form, and the keys typed into
+    it are the person's answer."""
+    team = reviewers(tmp_path, provider, push_plan(keys))
+    run = run_claude_interactive_calls(
+        provider, workspace, tmp_path / "home",
+        [(tool, {**args, "workspace_dir": str(workspace)} if "workspace_dir" in args else args)
+         for tool, args in CALLS],
+        ["--checkpoint-team", str(team)], KEYS[keys], until="ckpt_001",
+        env={"MASSGEN_MCP_KEY_FILE": str(tmp_path / "keys" / "plan.key")})
+    assert "tasks/get" not in run.methods()
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "", run.proc.stdout)
+    assert "requests your input" in screen and "cannot be undone" in screen, screen[-3000:]
+    assert [a["action"] for a in answers(run)] == [keys[:6]], run.sent
+    assert person_file(workspace)["answer"] == said
+    assert hook(workspace, PUSH)[0] == ("allow" if keys == "accept" else "deny")
