@@ -30,12 +30,15 @@ from claude_client import (
     run_claude_interactive_calls,
 )
 from scripted_provider import ScriptedProvider
-from test_checkpoint_person import person_file, reviewers
+from tasks_client import TasksClient
+from test_checkpoint_person import Person, person_file, reviewers
 from test_guard_trust import (  # noqa: F401 (_key: the autouse fixture isolating the key)
     GOALS,
     PUSH,
     TOOLS,
     _key,
+    checkpoint,
+    checkpoint_server,
     hook,
     push_plan,
 )
@@ -270,3 +273,28 @@ def test_interactive_claude_code_shows_the_person_the_form(
     assert [a["action"] for a in answers(run)] == [keys[:6]], run.sent
     assert person_file(workspace)["answer"] == said
     assert hook(workspace, PUSH)[0] == ("allow" if keys == "accept" else "deny")
+
+
+@pytest.mark.parametrize("asks", [True, False], ids=["can-ask", "cannot-ask"])
+async def test_checkpoint_is_a_task_only_for_a_client_that_cannot_be_asked(
+        provider: ScriptedProvider, tmp_path: Path, workspace: Path, asks: bool) -> None:
+    """What interactive Claude Code needed, with the SDK client: a client declaring MCP Tasks
+    and form elicitation gets `checkpoint` in the call (the question, then the plan); one
+    that cannot be asked still gets a task, and the plan with the note."""
+    team = reviewers(tmp_path, provider, push_plan("tasks"))
+    tasks, person = TasksClient(), Person("accept")
+    options: dict[str, Any] = {"extensions": [tasks]}
+    if asks:
+        options["elicitation_callback"] = person
+    async with checkpoint_server(workspace, team, options) as client:
+        result = await checkpoint(client, workspace)
+    assert not result.is_error, result.content
+    out = result.structured_content
+    assert out is not None
+    if asks:
+        assert tasks.created == [] and len(person.asked) == 1 and PUSH in person.asked[0]
+        assert out["person"] == "approved"
+    else:
+        assert len(tasks.created) == 1 and tasks.polls[-1]["status"] == "completed"
+        assert out["person"] == "not_asked" and "NOT shown to a person" in out["person_note"]
+    assert hook(workspace, PUSH)[0] == "allow"
