@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,3 +175,187 @@ def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str
         if sent.exists() else []
     proc = subprocess.CompletedProcess(argv, 0, screen.decode(errors="replace")[-4000:], "")
     return ClaudeRun(proc, messages, provider.requests_for(DRIVER))
+
+
+
+def _calls_in_turn(provider: ScriptedProvider, cwd: Path, home: Path,
+                   calls: list[tuple[str, dict[str, Any]]], server_args: list[str],
+                   env: dict[str, str] | None) -> tuple[Path, Path, dict[str, str]]:
+    """Script the model to call each `mcp__massgen__<tool>(arguments)` of `calls` in turn,
+    one per reply, then end its turn; write the MCP config beside `cwd` (what the client
+    sends the server teed to a file); returns (that file, the config, Claude Code's env)."""
+
+    def driver(req: ScriptRequest) -> Reply:
+        done = len(req.tool_results)  # every result so far: the next call is the next one
+        if done >= len(calls):
+            return Text(DONE)
+        tool, arguments = calls[done]
+        return ToolCalls([Call(f"mcp__massgen__{tool}", arguments)])
+
+    provider.script(DRIVER, driver)
+    sent = cwd.parent / "client-to-server.jsonl"
+    serve = " ".join(shlex.quote(a) for a in [EXE, *server_args])
+    config = cwd.parent / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"massgen": {
+        "type": "stdio", "command": "/bin/sh",
+        "args": ["-c", f"tee -a {shlex.quote(str(sent))} | exec {serve}"]}}}))
+    home.mkdir(parents=True, exist_ok=True)
+    base = server_env()
+    run_env = {**base, "HOME": str(home),
+               "PATH": f"{_claude().parent}{os.pathsep}{base.get('PATH', '')}",
+               "ANTHROPIC_BASE_URL": provider.anthropic_base_url, "ANTHROPIC_API_KEY": TEST_KEY,
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+               "MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "30000",
+               "CLAUDE_CODE_MAX_RETRIES": "0", **(env or {})}
+    return sent, config, run_env
+
+
+def _sent_messages(sent: Path) -> list[dict[str, Any]]:
+    messages = []
+    if sent.exists():
+        for line in sent.read_text().splitlines():
+            try:
+                messages.append(json.loads(line))
+            except ValueError:
+                continue
+    return messages
+
+
+def run_claude_calls(provider: ScriptedProvider, cwd: Path, home: Path,
+                     calls: list[tuple[str, dict[str, Any]]], server_args: list[str],
+                     settings: dict[str, Any], env: dict[str, str] | None = None,
+                     timeout: float = 300) -> ClaudeRun:
+    """`claude -p` in `cwd` that makes `calls` in turn, NOT `--bare` (which skips the hooks
+    in settings), with `settings` (hooks, say) passed by `--settings` and HOME `home`."""
+    sent, config, run_env = _calls_in_turn(provider, cwd, home, calls, server_args, env)
+    settings_file = cwd.parent / "claude-settings.json"
+    settings_file.write_text(json.dumps(settings))
+    argv = [str(_claude()), "-p", "Ask the reviewers for a plan.", "--model", DRIVER,
+            "--output-format", "stream-json", "--verbose", "--settings", str(settings_file),
+            "--mcp-config", str(config), "--strict-mcp-config",
+            "--allowedTools", "mcp__massgen__*", "--max-turns", str(len(calls) + 2)]
+    proc = subprocess.run(argv, cwd=cwd, env=run_env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+    return ClaudeRun(proc, _sent_messages(sent), provider.requests_for(DRIVER))
+
+
+def run_claude_host(provider: ScriptedProvider, cwd: Path, home: Path,
+                    calls: list[tuple[str, dict[str, Any]]], server_args: list[str],
+                    answer: Callable[[dict[str, Any]], dict[str, Any]],
+                    env: dict[str, str] | None = None, timeout: float = 300
+                    ) -> tuple[ClaudeRun, list[dict[str, Any]]]:
+    """Claude Code hosted the way the Agent SDK hosts it: `claude -p --input-format
+    stream-json` that makes `calls` in turn, the prompt written to its stdin and each
+    `control_request` it prints answered there; an `elicitation` request gets
+    `answer(request)`. Returns the run and every control request it printed."""
+    import selectors
+    import time
+
+    sent, config, run_env = _calls_in_turn(provider, cwd, home, calls, server_args, env)
+    argv = [str(_claude()), "-p", "--bare", "--model", DRIVER, "--input-format", "stream-json",
+            "--output-format", "stream-json", "--verbose", "--mcp-config", str(config),
+            "--strict-mcp-config", "--allowedTools", "mcp__massgen__*",
+            "--max-turns", str(len(calls) + 2)]
+    proc = subprocess.Popen(argv, cwd=cwd, env=run_env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def say(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+
+    say({"type": "user", "session_id": "", "parent_tool_use_id": None,
+         "message": {"role": "user", "content": "Ask the reviewers for a plan."}})
+    asked: list[dict[str, Any]] = []
+    printed: list[str] = []
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as watch:
+        watch.register(proc.stdout, selectors.EVENT_READ)
+        try:
+            while time.monotonic() < deadline:
+                if not watch.select(timeout=1.0):  # waits on Claude Code's output
+                    continue
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                printed.append(line)
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if message.get("type") == "control_request":
+                    request = message["request"]
+                    asked.append(request)
+                    reply = answer(request) if request.get("subtype") == "elicitation" else {}
+                    say({"type": "control_response", "response": {
+                        "subtype": "success", "request_id": message["request_id"],
+                        "response": reply}})
+                elif message.get("type") == "result":
+                    break
+        finally:
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    done = subprocess.CompletedProcess(argv, proc.returncode, "".join(printed), stderr)
+    return ClaudeRun(done, _sent_messages(sent), provider.requests_for(DRIVER)), asked
+
+
+def run_claude_interactive_calls(provider: ScriptedProvider, cwd: Path, home: Path,
+                                 calls: list[tuple[str, dict[str, Any]]],
+                                 server_args: list[str], keys: list[tuple[str, bytes]],
+                                 until: str, env: dict[str, str] | None = None,
+                                 timeout: float = 240) -> ClaudeRun:
+    """Interactive Claude Code in a pseudo-terminal that makes `calls` in turn: the prompt
+    is typed once the tools are listed; then, for each `(text, keystrokes)` of `keys` in
+    order, the keystrokes are typed once `text` is on the screen (escape sequences left
+    out). Stops once a request to its model contains `until`."""
+    import pty
+    import re
+    import select
+    import signal
+    import time
+
+    sent, config, run_env = _calls_in_turn(provider, cwd, home, calls, server_args,
+                                           {"TERM": "xterm", **(env or {})})
+    claude_settings_home(home, cwd)
+    argv = [str(_claude()), "--bare", "--model", DRIVER, "--mcp-config", str(config),
+            "--strict-mcp-config", "--allowedTools", "mcp__massgen__*"]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: becomes Claude Code
+        os.chdir(cwd)
+        os.execve(argv[0], argv, run_env)
+    screen, after = b"", 0
+    typed = False
+    pending = list(keys)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)  # waits on the terminal's output
+            if ready:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    break
+            if not typed and "❯".encode() in screen and sent.exists() \
+                    and "tools/list" in sent.read_text():
+                os.write(fd, b"Ask the reviewers for a plan.\r")
+                typed, after = True, len(screen)
+            if typed and pending:
+                shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\s+", "",
+                               screen[after:].decode(errors="replace"))
+                if re.sub(r"\s+", "", pending[0][0]) in shown:
+                    os.write(fd, pending.pop(0)[1])
+                    after = len(screen)
+            if any(until in json.dumps(r.raw) for r in provider.requests_for(DRIVER)):
+                break
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    proc = subprocess.CompletedProcess(argv, 0, screen.decode(errors="replace"), "")
+    return ClaudeRun(proc, _sent_messages(sent), provider.requests_for(DRIVER))

@@ -71,6 +71,20 @@ def can_ask(ctx: Context[Any, Any]) -> bool:
     return _modern(ctx) or ctx.session.can_send_request
 
 
+def stays_in_the_call(tool: str, capabilities: object) -> bool:
+    """Whether a `checkpoint` call must not become an MCP task (server/tasks.py): its
+    client declares form elicitation (2026-07-28 capabilities), so the person may be asked,
+    and that question is an input-required result of the call itself. As a task it would
+    end `completed` carrying that result, which interactive Claude Code 2.1.332 showed its
+    model as an empty result, and nobody the form: the plan stayed held, unasked."""
+    if tool != "checkpoint" or not isinstance(capabilities, dict):
+        return False
+    elicitation = capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return False
+    return "form" in elicitation or "url" not in elicitation  # `{}` means form, as can_ask
+
+
 #: `App.checkpoint_person_answered`: settles a held plan with the person's answer (and, for
 #: a retry, the workspace and session read when it was held).
 Answered = Callable[..., "CheckpointResult"]

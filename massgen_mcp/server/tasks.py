@@ -15,8 +15,10 @@ a pointer (holding the run id) kept by the run records (`RunRecords.put_task`: a
 that made it and the client that sent it, and after a restart a task whose run was
 interrupted reports `failed` with the run's best answer so far. Requests without the
 extension, and every request on the 2025-11-25 wire (where the spec forbids a
-`CreateTaskResult`), take the synchronous path unchanged. `notifications/tasks` are not
-pushed: the spec makes them optional, and polling is what every client must do anyway.
+`CreateTaskResult`), take the synchronous path unchanged, and so does a `checkpoint` call
+whose client declares form elicitation (it may ask the person, in the call itself).
+`notifications/tasks` are not pushed: the spec makes them optional, and polling is what
+every client must do anyway.
 """
 
 from __future__ import annotations
@@ -224,7 +226,11 @@ class TasksExtension(Extension):
             return False
         if not str(ctx.protocol_version) >= "2026":  # SEP-2663: never on earlier revisions
             return False
-        return _declares(ctx)
+        from massgen_mcp.server.checkpoint_person import stays_in_the_call
+
+        # A checkpoint that may ask its person answers in the call (input-required).
+        return _declares(ctx) and not stays_in_the_call(params.name,
+                                                          (ctx.meta or {}).get(CAPABILITIES_KEY))
 
     async def _work(self, task: Task, ctx: ServerRequestContext[Any, Any],
                     call_next: CallNext) -> None:
