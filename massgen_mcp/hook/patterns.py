@@ -19,6 +19,7 @@ Standard library only.
 from __future__ import annotations
 
 import re
+from shlex import join
 
 from massgen_mcp.hook.bash_rules import check_bash, sql_finding
 from massgen_mcp.hook.command import wordset
@@ -78,7 +79,7 @@ def name_words(name: str) -> list[str]:
 
 def _argv_line(argv: list[Any]) -> str:
     """An argv list as the command line it amounts to (each element one word)."""
-    return " ".join("'" + str(a).replace("'", "'\\''") + "'" for a in argv)
+    return join(str(a) for a in argv)
 
 
 def command_lines(args: dict[str, Any], words: list[str]) -> list[str]:
