@@ -310,7 +310,9 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             w.subs and w.subs[0][0] == "in" for w in cmd.words[1:2]):
         out.append(f"{program} runs a process substitution the hook cannot see")
     if program not in KNOWN and not _interpreter(program):
-        code = [a for a in args if a.split("=", 1)[0] in _CODE_OPTIONS]
+        code = [a for i, a in enumerate(args) if a.split("=", 1)[0] in _CODE_OPTIONS
+                and not _plain_value(a.split("=", 1)[1] if "=" in a else (
+                    args[i + 1] if i + 1 < len(args) else ""))]
         if code:
             out.append(f"{program} is given code ({code[0].split('=', 1)[0]}), and the hook "
                        "does not know what it runs")
@@ -318,6 +320,13 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             out.append(f"{program} reads its input on stdin, which may be code the hook "
                        "cannot see")
     return out
+
+
+def _plain_value(value: str) -> bool:
+    """An option value that is a command line of a program the hook knows (`--exec 'python
+    app.py'`, `-c pytest`): the reach rules analyse it like the line itself."""
+    words = value.split()
+    return bool(words) and words[0] in KNOWN
 
 
 def _interpreter(program: str) -> bool:

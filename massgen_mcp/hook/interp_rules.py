@@ -53,6 +53,12 @@ _DELETES = re.compile(
     r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"
     r"|unlink\w*|rmdir\w*|rmtree|rm\w*|rename\w*|move\w*|delete\w*|truncate\w*|emptyDir\w*)"
     r"|\b(?:rmtree|rm_rf|rimraf|remove_tree)|\bunlink\b|\.(?:unlink|rmdir|rm|rmSync|rmdirSync|unlinkSync|rmtree)\b)\s*\(?")
+#: Any object's delete call, and bare `rm(` (Julia): `Deno.removeSync(`, `fs::remove_dir_all(`;
+#: judged only when its argument names a path (`items.remove(2)` is a list).
+_ANY_DELETE = re.compile(
+    r"(?:\.|::)(?:remove|removeSync|remove_file|remove_dir|remove_dir_all|removeAll|unlink\w*"
+    r"|rmdir\w*|delete(?:Sync|Recursively|IfExists)?|rm_r|rm_rf)\s*\(|(?<![\w.$])rm\s*\(")
+_PATHISH = re.compile(r"[/~]|home|HOME|[pP]ath|[dD]ir|[fF]ile|glob|env|cwd|argv|ARGV")
 _LITERAL_ARG = re.compile(r"""\(?\s*(?:r|b|f)?(["'])((?:(?!\1).)*)\1""")
 _WRITES = re.compile(r"""\b(?:open|File\.open|fopen)\s*\(\s*(["'])([^"']+)\1\s*,\s*["'][wax+]"""
                      r"""|\b(?:writeFileSync|appendFileSync|writeFile|appendFile|write_text"""
@@ -149,6 +155,10 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
             f"{name} code calls {m.group(0).strip('( ')} on a path the hook cannot see"))
         if finding:
             out.append(finding)
+    if not _DELETES.search(code):
+        out.extend(Finding("destruction", "inline-delete",
+                           f"{name} code calls {m.group(0).strip('(. :')} on a path it computes")
+                   for m in _ANY_DELETE.finditer(code) if _PATHISH.search(_call_arg(code, m.end())))
     from massgen_mcp.hook.writers import awk_commands, code_targets
 
     if family in ("awk", "gawk", "mawk"):
@@ -193,7 +203,9 @@ _OPENS = re.compile(r"\b(open|File\.open|fopen|writeFileSync|appendFileSync|writ
                     r"|appendFile|file_put_contents|File\.write)\s*\(")
 _ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.environ|%ENV)"
                          r"(?![\w.\[])|\bENV\.(to_h|to_a|each|inspect|keys|values)\b"
-                         r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)")
+                         r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)"
+                         r"|(?<![\w$.{])ENV(?![\w\[.{(])|\$_(ENV|SERVER)\b(?!\s*\[)"
+                         r"|\bdotenv_values\b|\bDeno\.env\.toObject\b")
 
 
 _SECRET_VAR = re.compile(r"(environ(\.get)?\s*[\[(]\s*|getenv\(\s*|ENV\[\s*|ENV\.fetch\(\s*"
