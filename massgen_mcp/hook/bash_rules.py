@@ -31,8 +31,9 @@ from massgen_mcp.hook.git_rules import git_findings
 from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.reach_rules import pipeline_reach, reach_findings
+from massgen_mcp.hook.reach_rules import reach_findings
 from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, holds_secrets, is_under, secret_kind
+from massgen_mcp.hook.secret_search import pipeline_reach
 from massgen_mcp.hook.shell import SHELLS, analyse
 
 _DB_CLIENTS = wordset(
@@ -167,7 +168,8 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
         if cmd.program == "ln":
             scope = _link(cmd, scope)
         scope.note_reads(cmd)
-        own = _command_findings(cmd, scope, network) + reach_findings(cmd, scope, nested)
+        own = _command_findings(cmd, scope, network)
+        own += reach_findings(cmd, scope, nested, sql_finding)
         findings.extend(own)
         if not own and scope.cwd == UNKNOWN_CWD and (why := unknown_dir_use(cmd)):
             findings.append(Finding("exfiltration", "unknown-directory", why))

@@ -108,7 +108,7 @@ def _scan(args: list[str]) -> str | None:
     name on (`foo --opt 1 rm -rf ~` runs `rm -rf ~` if foo is a wrapper)."""
     for i, arg in enumerate(args):
         name = arg.rsplit("/", 1)[-1]
-        if name in KNOWN and name not in ("[", ":", "true", "false", "test", "echo"):
+        if name in KNOWN and name not in ("[", ":", ".", "exec", "true", "false", "test", "echo"):
             return join(args[i:])
         if " " in arg.strip() and arg.split()[0].rsplit("/", 1)[-1] in KNOWN:
             return arg  # `tmux new -d 'rm -rf ~'`: one word holding a command line

@@ -164,6 +164,12 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
             and (sub != "log" or rest.has_short_flag("p") or rest.has_long("--patch"))]):
         out.append(Finding("secrets", "print-secret",
                            f"git {sub} prints {found[0]}, a secret file's content"))
+    elif sub == "log" and (rest.has_short_flag("p") or rest.has_long("--patch")) and any(
+            re.search(r"(?i)passw|secret|token|api.?key|private.?key|credential", v)
+            for v in _option_value_all(rest.args, "-S") + _option_value_all(rest.args, "-G")
+            + [a[2:] for a in rest.args if a.startswith(("-S", "-G")) and len(a) > 2]):
+        out.append(Finding("secrets", "print-secret",
+                           "git log -p searches history for secrets and prints what it finds"))
     elif sub in ("filter-branch", "filter-repo"):
         out.append(Finding("source_control", "git-rewrite", f"git {sub} rewrites history"))
     elif sub == "add" and (found := [p for p in pos if secret_kind(p)]):
@@ -171,6 +177,7 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     return out
 
 
+_RELEASE = re.compile(r"^v?\d+(\.\d+)+([-+.]\w+)*$")  # a release tag's name: shared like main
 _PRINTS_CONTENT = frozenset({"show", "log", "diff", "grep", "blame", "cat-file", "annotate"})
 
 
@@ -233,6 +240,9 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
                            f"pushes to {remote}, an address that is not a configured remote"))
     force = force or any(r.startswith("+") for r in refspecs)
     delete = delete or any(r.startswith(":") for r in refspecs)
+    if force and "--tags" in args:
+        out.append(Finding("source_control", "git-force-push",
+                           "force-pushes every tag (release tags on the remote are replaced)"))
     if not (force or delete):
         return out
     dests: list[str | None] = []
@@ -252,7 +262,7 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
             out.append(Finding("source_control", "git-force-push",
                                f"{verb} a branch the hook cannot determine (computed, no "
                                "refspec, detached HEAD or --all); name the branch explicitly"))
-        elif PROTECTED_BRANCH.match(dest) or dest.startswith("refs/tags/"):
+        elif PROTECTED_BRANCH.match(dest) or dest.startswith("refs/tags/") or _RELEASE.match(dest):
             out.append(Finding("source_control", "git-force-push",
                                f"{verb} the shared branch '{dest}'"))
     return out

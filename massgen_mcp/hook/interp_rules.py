@@ -59,6 +59,7 @@ _ANY_DELETE = re.compile(
     r"(?:\.|::)(?:remove|removeSync|remove_file|remove_dir|remove_dir_all|removeAll|unlink\w*"
     r"|rmdir\w*|delete(?:Sync|Recursively|IfExists)?|rm_r|rm_rf)\s*\(|(?<![\w.$])rm\s*\(")
 _PATHISH = re.compile(r"[/~]|home|HOME|[pP]ath|[dD]ir|[fF]ile|glob|env|cwd|argv|ARGV")
+_PATH_RECEIVER = re.compile(r"""\bPath\(\s*(["'])([^"']+)\1\s*\)$""")
 _LITERAL_ARG = re.compile(r"""\(?\s*(?:r|b|f)?(["'])((?:(?!\1).)*)\1""")
 _WRITES = re.compile(r"""\b(?:open|File\.open|fopen)\s*\(\s*(["'])([^"']+)\1\s*,\s*["'][wax+]"""
                      r"""|\b(?:writeFileSync|appendFileSync|writeFile|appendFile|write_text"""
@@ -150,6 +151,8 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
     for m in _DELETES.finditer(code):
         arg = _LITERAL_ARG.match(code, m.end())
         target = arg.group(2) if arg else None
+        if m.group(0).startswith(".") and (receiver := _PATH_RECEIVER.search(code, 0, m.start())):
+            target = receiver.group(2)  # `Path('tmp.txt').unlink()`: the path is the receiver
         finding = (scope.delete_finding(target) if target else Finding(
             "destruction", "inline-delete",
             f"{name} code calls {m.group(0).strip('( ')} on a path the hook cannot see"))
@@ -182,11 +185,37 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
         if kind:
             out.append(Finding("secrets", "print-secret",
                                f"{name} code reads {literal}, {kind}"))
+        elif _READS.search(code) and (held := _tree_with_secrets(literal, scope)):
+            out.append(Finding("secrets", "print-secret",
+                               f"{name} code reads files under {literal}, which holds {held}"))
     if _DECODES.search(code) and _EVALS.search(code):
         out.append(Finding("supply_chain", "inline-code",
                            f"{name} code decodes and runs hidden code"))
     out.extend(computed_findings(name, code))
     return out
+
+
+_READS = re.compile(r"\b(open|read\w*|readFileSync|File\.read|slurp|file_get_contents"
+                    r"|read_text|cat)\s*\(")
+
+
+def _tree_with_secrets(literal: str, scope: Scope) -> str | None:
+    """The secrets (or the guard's key) a literal directory, or a glob's fixed part, holds."""
+    import os
+
+    from massgen_mcp.hook.active import key_path
+    from massgen_mcp.hook.scope import holds_secrets
+
+    head = re.split(r"[*?\[]", literal, maxsplit=1)[0]
+    if head != literal:  # `~/.config/m*/p*`: the directory the glob searches
+        head = head[:head.rfind("/") + 1]
+    if "\n" in literal or not head.startswith(("~", "/", "$")):
+        return None
+    where = scope.resolve(head.rstrip("/") or "/")
+    if not where or where in ("/", scope.home):
+        return None  # reading under / or home is judged by what it names, not by this
+    return holds_secrets(where, scope.home) or (
+        "the guard's key" if os.path.realpath(key_path()).startswith(where + "/") else None)
 
 
 _DISPATCH = re.compile(r"\bgetattr\s*\(\s*[^,()]+,\s*(?![\"'][\w]+[\"']\s*[,)])"

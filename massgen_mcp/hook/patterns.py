@@ -26,6 +26,7 @@ from massgen_mcp.hook.command import wordset
 from massgen_mcp.hook.matching import split_mcp_name
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, holds_secrets, secret_kind
+from massgen_mcp.hook.secret_search import SECRET_SAMPLES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
@@ -121,10 +122,6 @@ def check_call(tool_name: str, tool_input: dict[str, Any], scope: Scope) -> list
     return []
 
 
-#: Names a glob is tried against: does the Grep tool's `glob` reach secret files?
-_SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519", ".netrc",
-                   "credentials", "credentials.json", ".pgpass", ".npmrc", ".pypirc",
-                   "server.pem", "tls.key", "terraform.tfstate", "kubeconfig")
 
 
 def _grep_findings(tool_input: dict[str, Any], scope: Scope) -> list[Finding]:
@@ -141,12 +138,20 @@ def _grep_findings(tool_input: dict[str, Any], scope: Scope) -> list[Finding]:
                 held := holds_secrets(where, scope.home)) else None)
         if kind:
             out.append(Finding("secrets", "print-secret", f"Grep searches {path}, {kind}"))
+    pattern = tool_input.get("pattern")
+    if isinstance(path, str) and path and isinstance(pattern, str) and not out:
+        from massgen_mcp.hook.secret_search import SECRETISH, secret_files_in
+
+        where = scope.resolve(path)
+        if where and SECRETISH.search(pattern) and (found := secret_files_in(where)):
+            out.append(Finding("secrets", "print-secret",
+                               f"Grep searches {path} for {pattern!r}, and it holds {found}"))
     glob = tool_input.get("glob")
     if isinstance(glob, str) and glob:
         last = glob.rstrip("/").rsplit("/", 1)[-1]
         for pattern in (p.strip() for p in last.strip("{}").split(",")):
             # ripgrep's globs follow gitignore rules: `*` matches a leading dot too
-            hit = next((n for n in _SECRET_SAMPLES if fnmatch.fnmatchcase(n, pattern)), None)
+            hit = next((n for n in SECRET_SAMPLES if fnmatch.fnmatchcase(n, pattern)), None)
             if hit:
                 out.append(Finding("secrets", "print-secret",
                                    f"Grep's glob {glob!r} picks secret files ({hit})"))

@@ -32,6 +32,7 @@ from massgen_mcp.hook.interp_rules import interpreter
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.programs import KNOWN
 from massgen_mcp.hook.scope import Scope, is_under
+from massgen_mcp.hook.secret_search import finds_secrets, searches_secrets
 from massgen_mcp.hook.statefile import StateFileError, read_bytes
 
 TYPE_CHECKING = False
@@ -61,8 +62,10 @@ _DELETING_NAME = re.compile(r"drop|delete|truncate|reset|wipe|purge|destroy|clea
 
 
 def reach_findings(cmd: SimpleCommand, scope: Scope,
-                   nested: Callable[[str, Scope], list[Finding]]) -> list[Finding]:
-    """Findings for what `cmd` reaches beyond the rules that know its program."""
+                   nested: Callable[[str, Scope], list[Finding]],
+                   sql: Callable[[str], Finding | None]) -> list[Finding]:
+    """Findings for what `cmd` reaches beyond the rules that know its program (`nested`
+    judges a command line, `sql` a SQL text: the callers' rules, passed in)."""
     out: list[Finding] = []
     if cmd.program not in KNOWN and not interpreter(cmd.program) and not cmd.computed:
         for line in _command_strings(cmd):
@@ -79,89 +82,28 @@ def reach_findings(cmd: SimpleCommand, scope: Scope,
     out.extend(_persistent_targets(cmd, scope))
     out.extend(_http_findings(cmd))
     if cmd.program in _DB_SHELLS:
-        out.extend(_sql_files(cmd, scope))
+        out.extend(_sql_files(cmd, scope, sql))
     out.extend(_other_channels(cmd, scope, nested))
-    if why := _searches_secrets(cmd, scope):
+    if cmd.program == "find" and any(a in ("-exec", "-execdir", "-ok", "-okdir") for a in
+                                       cmd.args) and (hit := finds_secrets(cmd)):
+        out.append(Finding("secrets", "print-secret",
+                           f"find runs a program on the files named {hit!r}, which are secrets"))
+    if cmd.program in ("systemctl", "loginctl") and any(a in ("link", "enable", "enable-linger",
+                                                              "preset", "edit") for a in cmd.args):
+        out.append(Finding("prod_infra", "schedule",
+                           f"{cmd.program} installs a service that runs later, outside this hook"))
+    pos = cmd.positionals()
+    if "eval" in pos[:3] and pos[-1] != "eval" and cmd.program not in _SHELLS_AND_BUILDS and not (
+            interpreter(cmd.program)):  # `dotnet script eval '...'`, `redis-cli eval "..."`
+        out.append(Finding("supply_chain", "runs-code",
+                           f"{cmd.program} is given code to evaluate, which the hook cannot "
+                           "read"))
+    if why := searches_secrets(cmd, scope):
         out.append(Finding("secrets", "print-secret", why))
     return out
 
 
-_SECRETISH = re.compile(r"(?i)key|token|secret|passw|credential|private|auth|^\W{0,2}$|^\.\*?$")
-
-
-def _searches_secrets(cmd: SimpleCommand, scope: Scope) -> str | None:
-    """`grep -r API_KEY config/`, `rg -uu SECRET .`: a recursive search for secret names (or
-    for everything) through a tree that holds secret files prints their values."""
-    program, args = cmd.program, cmd.args
-    if program in ("grep", "egrep", "fgrep"):
-        if not (cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long(
-                "--recursive", "--dereference-recursive")):
-            return None
-    elif program in ("rg", "ag"):  # they skip hidden files (.env) unless told otherwise
-        if not any(a in ("--hidden", "-.", "--unrestricted") or re.fullmatch(r"-u{2,3}", a)
-                   for a in args):
-            return None
-    else:
-        return None
-    pos = cmd.positionals()
-    given = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-e", "--regexp")]
-    patterns, roots = (given, pos) if given else (pos[:1], pos[1:])
-    if not any(_SECRETISH.search(p) for p in patterns):
-        return None
-    for root in roots or ["."]:
-        where = scope.resolve(root)
-        if where and (found := _secret_files_in(where)):
-            return f"{program} searches {root} recursively for secrets, and it holds {found}"
-    return None
-
-
-def _secret_files_in(path: str) -> str | None:
-    """A secret file in `path` or one level below (a bounded look, not a walk)."""
-    from massgen_mcp.hook.scope import secret_kind
-
-    try:
-        entries = list(os.scandir(path))[:200]
-    except OSError:
-        return None
-    for entry in entries:
-        if entry.is_file(follow_symlinks=False) and secret_kind(entry.path):
-            return entry.name
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False) and entry.name not in (".git", "node_modules"):
-            try:
-                inner = list(os.scandir(entry.path))[:200]
-            except OSError:
-                continue
-            hit = next((e for e in inner if e.is_file(follow_symlinks=False)
-                        and secret_kind(e.path)), None)
-            if hit:
-                return f"{entry.name}/{hit.name}"
-    return None
-
-
-_PRODUCERS = wordset("find fd fdfind ls locate tree")
-
-
-def pipeline_reach(pipeline: list[SimpleCommand], scope: Scope) -> list[Finding]:
-    """`find ~/.config -name 'plan.*' | xargs cat`: paths found under a directory holding
-    secrets (or the guard's key) are handed to a program through xargs."""
-    from massgen_mcp.hook.hardline import key_dir
-    from massgen_mcp.hook.scope import holds_secrets
-
-    source = None
-    for cmd in pipeline:
-        if cmd.program in _PRODUCERS:
-            for root in cmd.positionals()[:3] or ["."]:
-                where = scope.resolve(root) if not root.startswith("-") else None
-                if where and (holds_secrets(where, scope.home) or is_under(key_dir(), where)):
-                    source = root
-        elif source and cmd.from_xargs and cmd.program not in ("echo", "wc", "ls", "stat"):
-            return [Finding("secrets", "print-secret",
-                            f"{cmd.program} is handed the files found under {source}, which "
-                            "holds secrets (or the guard's key)")]
-    return []
-
-
+_SHELLS_AND_BUILDS = wordset("sh bash zsh dash ksh fish eval git make")
 def _other_channels(cmd: SimpleCommand, scope: Scope,
                     nested: Callable[[str, Scope], list[Finding]]) -> list[Finding]:
     """Code from a file descriptor, container copies and execs, the CLI's own settings."""
@@ -185,6 +127,13 @@ def _other_channels(cmd: SimpleCommand, scope: Scope,
         out.extend(f for f in [scope.write_finding(pos[-1], verb=f"{program} cp writes")] if f)
     if program in ("kubectl", "oc") and pos[:1] == ["exec"] and "--" in cmd.args:
         out.extend(nested(join(cmd.args[cmd.args.index("--") + 1:]), scope))
+    if program in ("docker", "podman", "nerdctl") and pos[:1] == ["exec"]:
+        i = cmd.args.index("exec") + 1  # options, the container, then the command it runs
+        while i < len(cmd.args) and cmd.args[i].startswith("-"):
+            i += 2 if cmd.args[i] in ("-e", "-u", "-w", "--env", "--user", "--workdir",
+                                      "--env-file") else 1
+        if i + 1 < len(cmd.args):
+            out.extend(nested(join(cmd.args[i + 1:]), scope))
     if program == "claude" and (pos[:2] in (["config", "set"], ["config", "remove"],
                                             ["config", "add"]) or pos[:2] in (
             ["mcp", "remove"], ["mcp", "add"], ["mcp", "add-json"])):
@@ -200,6 +149,7 @@ def _command_strings(cmd: SimpleCommand) -> list[str]:
     out: list[str] = []
     for arg in cmd.args:
         value = arg.split("=", 1)[1] if arg.startswith("-") and "=" in arg else arg
+        value = re.sub(r"^\s*((platform\s+)?shell\s+|!|system\s+)", "", value)  # debuggers
         first = value.strip().split(None, 1)[0] if value.strip() else ""
         if " " in value.strip() and (first in KNOWN or first.startswith(("/", "./"))):
             out.append(value)
@@ -231,9 +181,12 @@ def destructive_verb(cmd: SimpleCommand) -> str | None:
         words = [w for w in pos[:4] if "/" not in w and "." not in w]
     parts = [p for w in words for p in _parts(w)]
     hint = bool(_DB_HINTS.intersection(parts + _parts(program)))
+    # a step back (`alembic downgrade -1`) is the everyday undo; to the start it drops all
+    to_start = bool({"base", "zero", "0", "--all", "-a"} & set(cmd.args))
     for word in words:
         for part in _parts(word):
-            if part in _DESTROYS or (hint and part in _DB_DESTROYS):
+            if part in _DESTROYS or (hint and part in _DB_DESTROYS and (
+                    to_start or part not in ("rollback", "downgrade"))):
                 return word
     return None
 
@@ -305,7 +258,10 @@ def _persistent_targets(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
             a.startswith("-") and set(a[1:]) & set("lyBeFL") for a in cmd.args)):
         return []
     out: list[Finding] = []
-    for word in _operands(cmd):
+    operands = _operands(cmd)
+    if interpreter(cmd.program) and operands and operands[0] in cmd.args:
+        operands = operands[1:]  # the script an interpreter runs is read, not written
+    for word in operands:
         if not word.startswith(("/", "~", "$")) or "://" in word:
             continue
         path = scope.resolve(word)
@@ -318,6 +274,8 @@ def _persistent_targets(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     return out
 
 
+_DATA_OPTIONS = frozenset({"-d", "--data", "--data-raw", "--data-binary", "--data-urlencode",
+                           "-F", "--form", "--form-string", "--json", "--post-data", "--body-data"})
 _HTTP = wordset("curl wget http https xh httpie curlie")
 _SECRET_VAR = re.compile(r"\$\{?\w*(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)\w*\}?", re.I)
 
@@ -335,18 +293,20 @@ def _http_findings(cmd: SimpleCommand) -> list[Finding]:
     if any(m.upper() == "DELETE" for m in methods):
         out.append(Finding("destruction", "http-delete",
                            f"{cmd.program} sends an HTTP DELETE (it deletes what the URL names)"))
-    for text in cmd.args:
-        if ("://" in text or "?" in text) and _SECRET_VAR.search(text.split("?", 1)[-1]):
+    data = [args[i + 1] for i, a in enumerate(args[:-1]) if a in _DATA_OPTIONS]
+    data += [a.split("=", 1)[1] for a in args if "=" in a and a.split("=", 1)[0] in _DATA_OPTIONS]
+    for text in [*cmd.args, *data]:
+        if (("://" in text or "?" in text) and _SECRET_VAR.search(text.split("?", 1)[-1])) or (
+                text in data and _SECRET_VAR.search(text)):
             out.append(Finding("exfiltration", "secret-upload",
                                f"{cmd.program} puts a secret variable into the URL it sends"))
             break
     return out
 
 
-def _sql_files(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
+def _sql_files(cmd: SimpleCommand, scope: Scope,
+               sql_finding: Callable[[str], Finding | None]) -> list[Finding]:
     """SQL files a database shell runs: read and judged; unreadable ones by their name."""
-    from massgen_mcp.hook.bash_rules import sql_finding
-
     names = [cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1]) if a in _SQL_FILE_OPTIONS]
     names += [t for op, t in cmd.redirects if op == "<"]
     names += [w.split(None, 1)[1] for w in cmd.args if w.startswith((".read ", "\\i ", "source "))
