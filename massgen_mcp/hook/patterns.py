@@ -47,7 +47,8 @@ OUR_TOOLS = wordset(
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _VERBS: dict[str, tuple[str, str]] = {}
 for _group, _verbs, _what in (
-    ("destruction", "delete drop destroy purge truncate wipe erase", "deletes data"),
+    ("destruction", "delete drop destroy purge truncate wipe erase flush flushall flushdb nuke "
+                    "reset", "deletes data"),
     ("prod_infra", "deploy terminate shutdown scale rollout reboot", "changes infrastructure"),
     ("source_control", "merge push", "changes a shared repository"),
     ("access_control", "grant revoke permission permissions collaborator visibility",
@@ -88,6 +89,12 @@ def command_lines(args: dict[str, Any], words: list[str]) -> list[str]:
     with its argument list (`{"cmd": "git", "args": ["push", ...]}`)."""
     lines: list[str] = []
     shellish = bool(_SHELL_WORDS.intersection(words))
+    from massgen_mcp.hook.programs import KNOWN
+
+    program = next((w for w in words if w in KNOWN and w not in _SHELL_WORDS), None)
+    if program:  # `mcp__k8s__kubectl {"args": [...]}`: the tool is that program
+        lines.extend(program + " " + _argv_line(args[k]) for k in _ARGV_ARGS
+                     if isinstance(args.get(k), list) and args[k])
     for key in _COMMAND_ARGS:
         value = args.get(key)
         if isinstance(value, str):

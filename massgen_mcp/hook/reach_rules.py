@@ -80,6 +80,18 @@ def reach_findings(cmd: SimpleCommand, scope: Scope,
                 SimpleCommand("", [value])):
             out.extend(nested(value, scope))
     out.extend(_persistent_targets(cmd, scope))
+    if cmd.program in _PERMISSIONS and _loosens(cmd):
+        out.extend(Finding("access_control", "perm-home",
+                           f"{cmd.program} changes who may use {w} ({what})")
+                   for w in cmd.positionals() if (path := scope.resolve(w))
+                   and (what := persistent_place(path, scope)))
+    if (cmd.program in ("dpkg", "rpm") and any(a in ("-i", "--install", "-U", "--upgrade", "-ivh",
+                                                     "-Uvh") for a in cmd.args)) or (
+            cmd.program in ("apt", "apt-get", "dnf", "yum", "zypper") and any(
+                p.endswith((".deb", ".rpm")) for p in cmd.positionals())):
+        out.append(Finding("supply_chain", "package-file",
+                           f"{cmd.program} installs a package file as root; its scripts run "
+                           "unseen"))
     out.extend(_http_findings(cmd))
     if cmd.program in _DB_SHELLS:
         out.extend(_sql_files(cmd, scope, sql))
@@ -233,6 +245,22 @@ def persistent_place(path: str, scope: Scope) -> str | None:
     if any(is_under(path, s) for s in _SYSTEM):
         return f"{path}, a system location"
     return None
+
+
+_PERMISSIONS = wordset("chmod chown chgrp chattr setfacl")
+
+
+def _loosens(cmd: SimpleCommand) -> bool:
+    """Does a permission change open files up (chmod 777, g+w, o+r) or change their owner,
+    attributes or ACLs? Tightening (`chmod 600 ~/.ssh/id_rsa`) is everyday repair."""
+    if cmd.program != "chmod":
+        return True
+    mode = next((a for a in cmd.args if not a.startswith("-") or re.fullmatch(r"-[rwxXst]+", a)),
+                "")
+    if mode.isdigit():
+        return any(d in "2367" for d in mode[-2:])
+    return bool(re.search(r"[goa]*[+=][^,]*[wxst]|^\+", mode)) and not re.fullmatch(
+        r"u[+=-][rwx]+|[go]*-[rwx]+", mode)
 
 
 def _operands(cmd: SimpleCommand) -> list[str]:
