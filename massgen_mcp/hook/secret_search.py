@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from itertools import islice
 
 from massgen_mcp.hook.active import key_path
 from massgen_mcp.hook.command import SimpleCommand, wordset
@@ -55,7 +56,7 @@ def searches_secrets(cmd: SimpleCommand, scope: Scope) -> str | None:
 def secret_files_in(path: str) -> str | None:
     """A secret file in `path` or one level below (a bounded look, not a walk)."""
     try:
-        entries = list(os.scandir(path))[:200]
+        entries = list(islice(os.scandir(path), 200))
     except OSError:
         return None
     for entry in entries:
@@ -64,7 +65,7 @@ def secret_files_in(path: str) -> str | None:
     for entry in entries:
         if entry.is_dir(follow_symlinks=False) and entry.name not in (".git", "node_modules"):
             try:
-                inner = list(os.scandir(entry.path))[:200]
+                inner = list(islice(os.scandir(entry.path), 200))
             except OSError:
                 continue
             hit = next((e for e in inner if e.is_file(follow_symlinks=False)
