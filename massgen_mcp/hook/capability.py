@@ -310,7 +310,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             w.subs and w.subs[0][0] == "in" for w in cmd.words[1:2]):
         out.append(f"{program} runs a process substitution the hook cannot see")
     if program not in KNOWN and not _interpreter(program):
-        code = [a for i, a in enumerate(args) if a.split("=", 1)[0] in _CODE_OPTIONS
+        code = [a for i, a in enumerate(args) if re.split("[=:]", a, maxsplit=1)[0] in _CODE_OPTIONS
                 and not _plain_value(a.split("=", 1)[1] if "=" in a else (
                     args[i + 1] if i + 1 < len(args) else ""))]
         if code:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 #: Verbs that delete data whatever they are given to.
 _DESTROYS = wordset("drop dropall dropdb destroy purge wipe truncate flush flushall flushdb "
-                    "nuke erase delete deleteall del obliterate")
+                    "nuke erase delete deleteall del obliterate prune")
 #: Verbs that delete data when the command is about a database or its migrations.
 _DB_DESTROYS = wordset("reset clean rollback downgrade fresh zero remove rm")
 _DB_HINTS = wordset("db database databases pg postgres postgresql mysql mariadb redis mongo "
@@ -53,6 +53,11 @@ _DB_HINTS = wordset("db database databases pg postgres postgresql mysql mariadb 
 _TASK_RUNNERS = {"make": "", "just": "", "task": "", "invoke": "", "npm": "run",
                  "pnpm": "run", "yarn": "", "bun": "run", "rake": "", "mage": "",
                  "gradle": "", "gradlew": "", "mvn": ""}
+#: Cloud and storage CLIs the hook knows, whose subcommands still say what they delete
+#: (`az storage blob delete-batch`, `gsutil rm`): judged by verb like unknown programs.
+_CLOUD_CLIS = wordset("aws gcloud az gsutil doctl kubectl helm terraform tofu pulumi")
+_DESTROYER = re.compile(r"^(drop|destroy|purge|wipe|nuke)|^(lv|vg|pv)remove$|^(user|group)del$"
+                        r"|^(wipefs|blkdiscard)$")
 _WORD_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _DB_SHELLS = wordset("psql mysql mariadb sqlite3 sqlite duckdb clickhouse-client cqlsh "
                      "mongosh mongo usql pgcli mycli litecli sqlcmd snowsql")
@@ -137,6 +142,12 @@ def _other_channels(cmd: SimpleCommand, scope: Scope,
                            "cmake -P runs a script from stdin, which the hook cannot see"))
     if program in ("docker", "podman", "nerdctl") and pos[:1] == ["cp"] and len(pos) >= 3:
         out.extend(f for f in [scope.write_finding(pos[-1], verb=f"{program} cp writes")] if f)
+    if program in ("fd", "fdfind") and (flag := next((a for a in cmd.args if a in (
+            "-x", "--exec", "-X", "--exec-batch")), None)):
+        tail = cmd.args[cmd.args.index(flag) + 1:]
+        found = [a for a in cmd.args[:cmd.args.index(flag)] if not a.startswith("-")]
+        for root in found[1:] or ["."]:  # it runs the command on what it finds under root
+            out.extend(nested(join([*tail, root.rstrip("/") + "/x"]), scope))
     if program in ("kubectl", "oc") and pos[:1] == ["exec"] and "--" in cmd.args:
         out.extend(nested(join(cmd.args[cmd.args.index("--") + 1:]), scope))
     if program in ("docker", "podman", "nerdctl") and pos[:1] == ["exec"]:
@@ -185,13 +196,14 @@ def destructive_verb(cmd: SimpleCommand) -> str | None:
     elif interpreter(program) and pos and pos[0].endswith((".py", "artisan", "console", ".php",
                                                           ".rb", ".js", ".ts")):
         words = pos[1:4]  # `python manage.py flush`, `php artisan db:wipe`
-    elif program in KNOWN or interpreter(program) or cmd.computed:
+    elif (program in KNOWN and program not in _CLOUD_CLIS) or interpreter(program) or (
+            cmd.computed):
         return None
     else:
-        if re.match(r"(drop|destroy|purge|wipe|nuke)", program):
+        if _DESTROYER.match(program):
             return program
         words = [w for w in pos[:4] if "/" not in w and "." not in w]
-    parts = [p for w in words for p in _parts(w)]
+    parts = [p for w in pos[:6] for p in _parts(w)]
     hint = bool(_DB_HINTS.intersection(parts + _parts(program)))
     # a step back (`alembic downgrade -1`) is the everyday undo; to the start it drops all
     to_start = bool({"base", "zero", "0", "--all", "-a"} & set(cmd.args))
@@ -304,6 +316,10 @@ def _persistent_targets(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
 
 _DATA_OPTIONS = frozenset({"-d", "--data", "--data-raw", "--data-binary", "--data-urlencode",
                            "-F", "--form", "--form-string", "--json", "--post-data", "--body-data"})
+#: One numbered item on a local dev server (`localhost:8000/api/todos/3`): a test of the
+#: app being written; a collection, an index or `_all` is data.
+_LOCAL_ITEM = re.compile(r"^(https?://)?(localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0)?(:\d+)?"
+                         r"/[\w/.-]*/([0-9]+|[0-9a-f]{8}-[0-9a-f-]{27,})/?$", re.I)
 _HTTP = wordset("curl wget http https xh httpie curlie")
 _SECRET_VAR = re.compile(r"\$\{?\w*(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)\w*\}?", re.I)
 
@@ -318,7 +334,9 @@ def _http_findings(cmd: SimpleCommand) -> list[Finding]:
     methods += [a[2:] for a in args if a.startswith("-X") and len(a) > 2]
     if cmd.program in ("http", "https", "xh", "httpie", "curlie"):
         methods += [a for a in cmd.positionals()[:1]]
-    if any(m.upper() == "DELETE" for m in methods):
+    urls = [a for a in cmd.positionals() if "/" in a or ":" in a]
+    one_local_item = bool(urls) and all(_LOCAL_ITEM.match(u) for u in urls)
+    if any(m.upper() == "DELETE" for m in methods) and not one_local_item:
         out.append(Finding("destruction", "http-delete",
                            f"{cmd.program} sends an HTTP DELETE (it deletes what the URL names)"))
     data = [args[i + 1] for i, a in enumerate(args[:-1]) if a in _DATA_OPTIONS]
