@@ -188,6 +188,10 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
         elif _READS.search(code) and (held := _tree_with_secrets(literal, scope)):
             out.append(Finding("secrets", "print-secret",
                                f"{name} code reads files under {literal}, which holds {held}"))
+    if re.search(r"\bsocket\b|\bnet\.(connect|Socket|createConnection)|TCPSocket|fsockopen", code) \
+            and re.search(r"dup2|pty\.spawn|/bin/(ba)?sh|\bsh\b.*-i|spawn\(|exec\(", code):
+        out.append(Finding("exfiltration", "reverse-shell",
+                           f"{name} code connects a shell to the network"))
     if _DECODES.search(code) and _EVALS.search(code):
         out.append(Finding("supply_chain", "inline-code",
                            f"{name} code decodes and runs hidden code"))

@@ -32,7 +32,7 @@ from massgen_mcp.hook.interp_rules import interpreter
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.programs import KNOWN
 from massgen_mcp.hook.scope import Scope, is_under
-from massgen_mcp.hook.secret_search import finds_secrets, searches_secrets
+from massgen_mcp.hook.secret_search import finds_secrets, searches_secrets, secret_store_read
 from massgen_mcp.hook.statefile import StateFileError, read_bytes
 
 TYPE_CHECKING = False
@@ -115,6 +115,12 @@ def reach_findings(cmd: SimpleCommand, scope: Scope,
         out.append(Finding("supply_chain", "runs-code",
                            f"{cmd.program} is given code to evaluate, which the hook cannot "
                            "read"))
+    if why := secret_store_read(cmd):
+        out.append(Finding("secrets", "print-secret", why))
+    if cmd.program in ("ngrok", "cloudflared", "lt", "bore", "localtunnel") or (
+            cmd.program in ("ssh", "autossh") and any(a.startswith("-R") for a in cmd.args)):
+        out.append(Finding("exfiltration", "tunnel",
+                           f"{cmd.program} opens this machine to the internet (a tunnel)"))
     if why := searches_secrets(cmd, scope):
         out.append(Finding("secrets", "print-secret", why))
     return out

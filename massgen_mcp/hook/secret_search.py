@@ -5,7 +5,9 @@
 - `find` running a program on files whose name pattern picks secrets (`-name '.env*' -exec
   cat {} +`);
 - paths found under a directory holding secrets or the guard's key handed to a program by
-  xargs (`find ~/.config -name 'plan.*' | xargs cat`).
+  xargs (`find ~/.config -name 'plan.*' | xargs cat`);
+- a secret store asked for a value (`aws secretsmanager get-secret-value`, `kubectl get
+  secret -o yaml`, `terraform output -raw db_password`), `declare -p API_KEY`.
 Standard library only.
 """
 
@@ -106,3 +108,33 @@ def pipeline_reach(pipeline: list[SimpleCommand], scope: Scope) -> list[Finding]
                             f"{cmd.program} is handed the files found under {source}, which "
                             "holds secrets (or the guard's key)")]
     return []
+
+
+_SEARCHERS = wordset("grep egrep fgrep rg ag ack cat less more head tail sed awk find fd echo "
+                     "printf git ls touch mkdir cp mv rm vim code nano pytest")
+_WORD_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+_STORE_WORDS = wordset("secret secrets secretsmanager keyvault password passwords credential "
+                       "credentials")
+_STORE_READS = wordset("get show access read download value reveal export pull print dump "
+                       "decrypt view describe cat output")
+
+
+def secret_store_read(cmd: SimpleCommand) -> str | None:
+    """`aws secretsmanager get-secret-value`, `gcloud secrets versions access`, `kubectl get
+    secret -o yaml`, `terraform output -raw db_password`: a secret store asked for a value
+    (listing names is not)."""
+    if cmd.program in ("declare", "typeset", "local", "export") and "-p" in cmd.args:
+        hit = next((a for a in cmd.args if _SECRET_NAME.search(a)), None)
+        return f"{cmd.program} -p prints {hit}, a secret variable" if hit else None
+    if cmd.program in _SEARCHERS:  # `grep -rn get_secret src/` looks for code, not values
+        return None
+    parts = {p.lower() for w in cmd.positionals()[:6] for p in _WORD_PARTS.findall(w)}
+    dumps = any(a in ("-o", "--output", "--raw", "--plaintext", "--reveal", "-raw") or
+                a.startswith(("-ojson", "-oyaml", "-ojsonpath", "--output=")) for a in cmd.args)
+    reads = parts & _STORE_READS
+    if cmd.program in ("kubectl", "oc") and reads == {"get"}:
+        reads = set()  # `kubectl get secrets` lists names; `-o yaml` prints the values
+    if parts & _STORE_WORDS and (reads or dumps):
+        return f"{cmd.program} prints a value from a secret store"
+    return None
