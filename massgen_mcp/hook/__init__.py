@@ -23,6 +23,11 @@
                       unknown programs given code, package runners, scheduling
       writers.py      programs that write through options or operands (sort -o, uniq OUT,
                       patch, ex scripts, awk print >, any --output, interpreter copies)
+      reach_rules.py  by shape, whatever the program: command lines handed to unknown
+                      programs, destructive verbs and task names, persistent places
+                      (~/.bashrc, ~/.local/bin, /etc) as operands, HTTP DELETE, SQL files
+      secret_search.py  searches and listings that print secrets (grep -r KEY over a
+                      tree with .env files, find -name '.env*' -exec, xargs over ~/.config)
       lexer.py        shell lexing: quotes, substitutions, heredocs
       expand.py       the shell's expansions, done statically: braces, ~user, parameters,
                       fixed substitutions, globs (what stays unknown is gated)

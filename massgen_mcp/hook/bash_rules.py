@@ -31,7 +31,9 @@ from massgen_mcp.hook.git_rules import git_findings
 from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.reach_rules import reach_findings
 from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, holds_secrets, is_under, secret_kind
+from massgen_mcp.hook.secret_search import pipeline_reach
 from massgen_mcp.hook.shell import SHELLS, analyse
 
 _DB_CLIENTS = wordset(
@@ -167,6 +169,7 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
             scope = _link(cmd, scope)
         scope.note_reads(cmd)
         own = _command_findings(cmd, scope, network)
+        own += reach_findings(cmd, scope, nested, sql_finding)
         findings.extend(own)
         if not own and scope.cwd == UNKNOWN_CWD and (why := unknown_dir_use(cmd)):
             findings.append(Finding("exfiltration", "unknown-directory", why))
@@ -237,6 +240,7 @@ def _pipeline_findings(pipelines: list[list[SimpleCommand]], scope: Scope) -> li
     """Code piped into an interpreter; secrets piped to the network."""
     out: list[Finding] = []
     for pipeline in pipelines:
+        out.extend(pipeline_reach(pipeline, scope))
         download = False
         secrets: list[str] = []
         for cmd in pipeline:

@@ -26,8 +26,9 @@ given; everything else is "not known to be inert". Standard library only.
 from __future__ import annotations
 
 import re
+from shlex import join, quote
 
-from massgen_mcp.hook.command import SimpleCommand, _quote, wordset
+from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.programs import KNOWN
 
 #: Programs that run the command they are given after their own options; value = options
@@ -99,7 +100,7 @@ def _tail(args: list[str], values: frozenset[str] = frozenset()) -> str | None:
         if not arg.startswith("-") or arg == "-":
             break
         i += 2 if arg in values else 1
-    return " ".join(_quote(a) for a in args[i:]) if i < len(args) else None
+    return join(args[i:]) if i < len(args) else None
 
 
 def _scan(args: list[str]) -> str | None:
@@ -107,8 +108,8 @@ def _scan(args: list[str]) -> str | None:
     name on (`foo --opt 1 rm -rf ~` runs `rm -rf ~` if foo is a wrapper)."""
     for i, arg in enumerate(args):
         name = arg.rsplit("/", 1)[-1]
-        if name in KNOWN and name not in ("[", ":", "true", "false", "test", "echo"):
-            return " ".join(_quote(a) for a in args[i:])
+        if name in KNOWN and name not in ("[", ":", ".", "exec", "true", "false", "test", "echo"):
+            return join(args[i:])
         if " " in arg.strip() and arg.split()[0].rsplit("/", 1)[-1] in KNOWN:
             return arg  # `tmux new -d 'rm -rf ~'`: one word holding a command line
     return None
@@ -146,11 +147,11 @@ def embedded(cmd: SimpleCommand) -> list[str]:
     elif program == "cmake" and "-E" in args:
         tool = args[args.index("-E") + 1:]
         if tool and tool[0] in _CMAKE_TOOLS:
-            lines.append(" ".join([_CMAKE_TOOLS[tool[0]], *(_quote(a) for a in tool[1:])]))
+            lines.append(" ".join([_CMAKE_TOOLS[tool[0]], join(tool[1:])]))
         elif tool[:1] == ["env"]:
             lines += [t for t in [_scan(tool[1:])] if t]
         elif tool[:1] == ["chdir"] and len(tool) > 2:
-            lines.append(f"cd {_quote(tool[1])} && " + " ".join(_quote(a) for a in tool[2:]))
+            lines.append(f"cd {quote(tool[1])} && " + join(tool[2:]))
     elif program in _SSH:
         lines += _ssh_commands(args)
     elif program == "rsync":
@@ -173,11 +174,11 @@ def embedded(cmd: SimpleCommand) -> list[str]:
             if sub in args and word in args[args.index(sub):]:
                 at = args.index(word, args.index(sub)) + 1
                 after = [a for a in args[at:] if a != "--recursive"]
-                lines.append(after[0] if len(after) == 1 else " ".join(_quote(a) for a in after))
+                lines.append(after[0] if len(after) == 1 else join(after))
         if "rebase" in args or "difftool" in args:
             lines += _option_values(args, ("-x", "--extcmd"))
     elif program == "sg" and len(args) >= 2:
-        lines.append(args[-1] if "-c" in args else " ".join(_quote(a) for a in args[1:]))
+        lines.append(args[-1] if "-c" in args else join(args[1:]))
     elif program == "socat":  # `EXEC:cmd` / `SYSTEM:cmd` addresses run a command
         lines += [m.group(2).split(",", 1)[0] if m.group(1).upper() == "EXEC" else m.group(2)
                   for a in args if (m := re.match(r"(?i)(exec|system):(.*)", a))]
@@ -309,7 +310,9 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             w.subs and w.subs[0][0] == "in" for w in cmd.words[1:2]):
         out.append(f"{program} runs a process substitution the hook cannot see")
     if program not in KNOWN and not _interpreter(program):
-        code = [a for a in args if a.split("=", 1)[0] in _CODE_OPTIONS]
+        code = [a for i, a in enumerate(args) if re.split("[=:]", a, maxsplit=1)[0] in _CODE_OPTIONS
+                and not _plain_value(a.split("=", 1)[1] if "=" in a else (
+                    args[i + 1] if i + 1 < len(args) else ""))]
         if code:
             out.append(f"{program} is given code ({code[0].split('=', 1)[0]}), and the hook "
                        "does not know what it runs")
@@ -317,6 +320,13 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             out.append(f"{program} reads its input on stdin, which may be code the hook "
                        "cannot see")
     return out
+
+
+def _plain_value(value: str) -> bool:
+    """An option value that is a command line of a program the hook knows (`--exec 'python
+    app.py'`, `-c pytest`): the reach rules analyse it like the line itself."""
+    words = value.split()
+    return bool(words) and words[0] in KNOWN
 
 
 def _interpreter(program: str) -> bool:

@@ -9,8 +9,6 @@ Standard library only.
 
 from __future__ import annotations
 
-import re
-
 from massgen_mcp.hook.lexer import Redir, Word
 from massgen_mcp.hook.policy import Finding
 
@@ -92,10 +90,6 @@ def shell_script(cmd: SimpleCommand) -> str | None:
         if not arg.startswith("-"):
             return None
     return None
-
-
-def _quote(word: str) -> str:
-    return "'" + word.replace("'", "'\\''") + "'" if re.search(r"[^\w@%+=:,./{}-]", word) else word
 
 
 def subcommand(cmd: SimpleCommand, value_options: frozenset[str] = frozenset()) -> tuple[str, int]:

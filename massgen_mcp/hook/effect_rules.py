@@ -88,6 +88,9 @@ def secret_route(cmd: SimpleCommand) -> str | None:
                    None)
     if printer or (program == "security" and pos[:1] and "password" in pos[0] and "-w" in args):
         return f"`{printer or 'security ... -w'}` prints a stored credential or token"
+    if program in ("gpg", "gpg2") and any(a.startswith(("--export-secret", "--export-ssh-key"))
+                                          for a in args):
+        return f"{program} exports a secret key"
     if program == "ps" and any(not a.startswith("-") and "e" in a and a.isalpha()
                                for a in args[:1]):
         return "ps with `e` prints every process's environment (and the keys in it)"

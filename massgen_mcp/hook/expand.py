@@ -183,6 +183,20 @@ def _copy(word: Word, value: str) -> Word:
     return new
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "a": "\a", "r": "\r", "e": "\x1b", "0": "\0"}
+
+
+def _unescape(text: str) -> str:
+    """printf's backslash escapes: `\162\155` and `\x72\x6d` are `rm`."""
+    def one(m: re.Match[str]) -> str:
+        if m.group(1):
+            return chr(int(m.group(1), 8) & 0xFF)
+        if m.group(2):
+            return chr(int(m.group(2), 16))
+        return _ESCAPES.get(m.group(3), "\\" + m.group(3))
+    return re.sub(r"\\(?:0?([0-7]{1,3})|x([0-9a-fA-F]{1,2})|(.))", one, text)
+
+
 def static_output(script: str, home: str, parse: Parser) -> str | None:
     """The output of a substitution that needs nothing run to know (`$(echo /)`), or None.
     `parse` is the shell's own reader of simple commands (passed in: the shell module calls
@@ -194,12 +208,12 @@ def static_output(script: str, home: str, parse: Parser) -> str | None:
     args = [home + a[1:] if a == "~" or a.startswith("~/") else a for a in cmd.args]
     if any(UNKNOWN in a or "$" in a for a in args):
         return None
-    if cmd.program == "echo":
-        return " ".join(a for a in args if a not in ("-n", "-e", "-E"))
+    if cmd.program == "echo":  # `echo -e '\162\155'` (and dash's plain echo) decodes escapes
+        return _unescape(" ".join(a for a in args if a not in ("-n", "-e", "-E")))
     if cmd.program == "printf":
         if not args or "%" in args[0].replace("%s", ""):
             return None
-        fmt = args[0].replace("\\n", "\n")
+        fmt = _unescape(args[0])
         return (fmt.replace("%s", "{}").format(*args[1:]) if "%s" in fmt else fmt).strip("\n")
     if cmd.program == "pwd":
         return None  # the directory the line is in at that point: judged by `cd` tracking

@@ -11,6 +11,7 @@ they run later. Standard library only.
 from __future__ import annotations
 
 import re
+from shlex import join
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,10 +24,6 @@ _PROGRAM_KEYS = re.compile(
     r"|sequence\.editor|gpg\.(\w+\.)?program|credential(\..*)?\.helper|pager\..*"
     r"|(diff|merge|filter)\..*\.(textconv|command|driver|clean|smudge|process|cmd)"
     r"|uploadpack\.packobjectshook|ssh\.variant|interactive\.difffilter)$", re.I)
-
-
-def _quote(word: str) -> str:
-    return "'" + word.replace("'", "'\\''") + "'"
 
 
 def _setting_script(key: str, value: str) -> str | None:
@@ -58,7 +55,7 @@ def expand_git(cmd: SimpleCommand) -> list[str]:
     sub, rest = (args[sub_index], args[sub_index + 1:]) if sub_index < len(args) else ("", [])
     if sub in aliases:
         value = aliases[sub]
-        tail = " ".join(_quote(a) for a in rest)
+        tail = join(rest)
         if value.startswith("!"):
             scripts[:] = [x for x in scripts if x != value[1:]]
             scripts.append(f"{value[1:]} {tail}")
@@ -69,7 +66,7 @@ def expand_git(cmd: SimpleCommand) -> list[str]:
                     kept.pop()
                 else:
                     kept.append(arg)
-            scripts.append(" ".join(["git", *map(_quote, kept), value, tail]))
+            scripts.append(" ".join(["git", join(kept), value, tail]))
     if sub == "config":
         pos = [a for a in rest if not a.startswith("-")]
         if len(pos) >= 2:

@@ -76,9 +76,9 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
                            f"git {sub} --no-verify skips the repository's hooks"))
     if sub == "push":
         out.extend(_push(rest, scope))
-    elif sub == "reset" and rest.has_long("--hard"):
+    elif sub == "reset" and rest.has_long("--hard", "--merge"):
         out.append(Finding("destruction", "git-reset-hard",
-                           "git reset --hard discards uncommitted changes"))
+                           "git reset --hard/--merge discards uncommitted changes"))
     elif sub == "clean" and (rest.has_short_flag("f") or rest.has_long("--force")) and not (
         rest.has_short_flag("n") or rest.has_long("--dry-run")
     ):
@@ -141,11 +141,59 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
             sub == "config" and any("credential" in a for a in pos)):
         out.append(Finding("secrets", "print-secret",
                            f"git {sub} prints stored credentials"))
+    elif sub in ("checkout", "switch") and (created := _option_value(
+            rest.args, ("-B", "-C", "--force-create"))) and PROTECTED_BRANCH.match(created):
+        out.append(Finding("source_control", "git-branch-delete",
+                           f"git {sub} resets the shared branch '{created}' (its commits may "
+                           "be lost)"))
+    elif sub == "fetch" and any(r.startswith("+") and PROTECTED_BRANCH.match(
+            r.partition(":")[2].removeprefix("refs/heads/")) for r in pos[1:]):
+        out.append(Finding("source_control", "git-update-ref",
+                           "git fetch +src:dst overwrites a local shared branch (its local "
+                           "commits are lost)"))
+    elif sub == "config" and any(re.match(r"(?i)^url\..*\.(push)?insteadof$", p) for p in pos):
+        out.append(Finding("supply_chain", "git-config-redirect",
+                           "git config url.<base>.insteadOf sends fetches and pushes elsewhere"))
+    elif sub in ("apply", "am") and (rest.has_long("--unsafe-paths") or any(
+            scope.write_finding(d + "/x") for d in _option_value_all(rest.args, "--directory"))):
+        out.append(Finding("exfiltration", "write-outside-workspace",
+                           f"git {sub} writes files outside the workspace (--directory / "
+                           "--unsafe-paths)"))
+    elif sub in _PRINTS_CONTENT and (found := [
+            p for p in pos[1 if sub == "grep" else 0:] if secret_kind(p.rsplit(":", 1)[-1])
+            and (sub != "log" or rest.has_short_flag("p") or rest.has_long("--patch"))]):
+        out.append(Finding("secrets", "print-secret",
+                           f"git {sub} prints {found[0]}, a secret file's content"))
+    elif sub == "log" and (rest.has_short_flag("p") or rest.has_long("--patch")) and any(
+            re.search(r"(?i)passw|secret|token|api.?key|private.?key|credential", v)
+            for v in _option_value_all(rest.args, "-S") + _option_value_all(rest.args, "-G")
+            + [a[2:] for a in rest.args if a.startswith(("-S", "-G")) and len(a) > 2]):
+        out.append(Finding("secrets", "print-secret",
+                           "git log -p searches history for secrets and prints what it finds"))
     elif sub in ("filter-branch", "filter-repo"):
         out.append(Finding("source_control", "git-rewrite", f"git {sub} rewrites history"))
     elif sub == "add" and (found := [p for p in pos if secret_kind(p)]):
         out.append(Finding("secrets", "git-add-secret", f"stages {found[0]} for commit"))
     return out
+
+
+_RELEASE = re.compile(r"^v?\d+(\.\d+)+([-+.]\w+)*$")  # a release tag's name: shared like main
+_PRINTS_CONTENT = frozenset({"show", "log", "diff", "grep", "blame", "cat-file", "annotate"})
+
+
+def _option_value(args: list[str], names: tuple[str, ...]) -> str | None:
+    """The value of the first of `names` (`-B x`, `--force-create=x`), or None."""
+    for i, arg in enumerate(args):
+        if arg in names and i + 1 < len(args):
+            return args[i + 1]
+        if "=" in arg and arg.split("=", 1)[0] in names:
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _option_value_all(args: list[str], name: str) -> list[str]:
+    return [args[i + 1] if a == name else a.split("=", 1)[1] for i, a in enumerate(args)
+            if (a == name and i + 1 < len(args)) or a.startswith(name + "=")]
 
 
 def _discards_worktree(sub: str, rest: SimpleCommand, scope: Scope) -> bool:
@@ -192,6 +240,9 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
                            f"pushes to {remote}, an address that is not a configured remote"))
     force = force or any(r.startswith("+") for r in refspecs)
     delete = delete or any(r.startswith(":") for r in refspecs)
+    if force and "--tags" in args:
+        out.append(Finding("source_control", "git-force-push",
+                           "force-pushes every tag (release tags on the remote are replaced)"))
     if not (force or delete):
         return out
     dests: list[str | None] = []
@@ -211,7 +262,7 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
             out.append(Finding("source_control", "git-force-push",
                                f"{verb} a branch the hook cannot determine (computed, no "
                                "refspec, detached HEAD or --all); name the branch explicitly"))
-        elif PROTECTED_BRANCH.match(dest):
+        elif PROTECTED_BRANCH.match(dest) or dest.startswith("refs/tags/") or _RELEASE.match(dest):
             out.append(Finding("source_control", "git-force-push",
                                f"{verb} the shared branch '{dest}'"))
     return out

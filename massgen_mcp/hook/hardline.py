@@ -320,7 +320,8 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
     out: list[Finding] = []
     home = scope.home.rstrip("/")
     spelled = {keys, keys.replace(home, "~", 1), keys.replace(home, "$HOME", 1),
-               keys.replace(home, "${HOME}", 1), "/" + os.path.basename(key_path())}
+               keys.replace(home, "${HOME}", 1), "/" + os.path.basename(key_path()),
+               "MASSGEN_MCP_KEY_FILE"}
     if re.search(r"(^|[\s/'\"])" + re.escape(os.path.basename(key_path())) + r"\b", command):
         spelled.add(os.path.basename(key_path()))  # `find ~ -name plan.key`: its name alone
     for needle in spelled:
@@ -335,6 +336,10 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             if sub not in _OUR_SAFE_SUBCOMMANDS:
                 out.append(_finding("guard", f"runs `massgen-mcp {sub}`, which signs "
                                              "checkpoint plans with the guard's key"))
+        if cmd.program not in _READERS and any(re.search(r"\bmassgen[-_]mcp\b", text) for w in
+                                                cmd.words[1:] for _, text in w.subs):
+            out.append(_finding("guard", f"{cmd.program} is given the path of massgen-mcp's "
+                                         "own program, found at run time"))
         if _uninstalls_us(cmd):
             out.append(_finding("guard", f"{cmd.program} uninstalls massgen-mcp, the checkpoint "
                                          "guard's own program"))
@@ -363,8 +368,12 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
 
 def _uninstalls_us(cmd: SimpleCommand) -> bool:
     """`pip uninstall massgen-mcp`, `uv tool uninstall massgen_mcp`, `pipx uninstall ...`."""
-    return "uninstall" in cmd.args and any(
-        a.lower().replace("_", "-").split("==")[0] == "massgen-mcp" for a in cmd.args)
+    ours = [a for a in cmd.args if re.split(r"[=<>~!@\[ ]", a.lower().replace("_", "-"))[0]
+            == "massgen-mcp"]
+    return bool(ours) and ("uninstall" in cmd.args or "remove" in cmd.args or (
+        "install" in cmd.args and (any(a != "massgen-mcp" for a in ours) or any(
+            a in ("--force-reinstall", "-I", "--ignore-installed", "--upgrade", "-U")
+            for a in cmd.args))))
 
 
 def _runs_our_code(cmd: SimpleCommand) -> bool:

@@ -53,6 +53,13 @@ _DELETES = re.compile(
     r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"
     r"|unlink\w*|rmdir\w*|rmtree|rm\w*|rename\w*|move\w*|delete\w*|truncate\w*|emptyDir\w*)"
     r"|\b(?:rmtree|rm_rf|rimraf|remove_tree)|\bunlink\b|\.(?:unlink|rmdir|rm|rmSync|rmdirSync|unlinkSync|rmtree)\b)\s*\(?")
+#: Any object's delete call, and bare `rm(` (Julia): `Deno.removeSync(`, `fs::remove_dir_all(`;
+#: judged only when its argument names a path (`items.remove(2)` is a list).
+_ANY_DELETE = re.compile(
+    r"(?:\.|::)(?:remove|removeSync|remove_file|remove_dir|remove_dir_all|removeAll|unlink\w*"
+    r"|rmdir\w*|delete(?:Sync|Recursively|IfExists)?|rm_r|rm_rf)\s*\(|(?<![\w.$])rm\s*\(")
+_PATHISH = re.compile(r"[/~]|home|HOME|[pP]ath|[dD]ir|[fF]ile|glob|env|cwd|argv|ARGV")
+_PATH_RECEIVER = re.compile(r"""\bPath\(\s*(["'])([^"']+)\1\s*\)$""")
 _LITERAL_ARG = re.compile(r"""\(?\s*(?:r|b|f)?(["'])((?:(?!\1).)*)\1""")
 _WRITES = re.compile(r"""\b(?:open|File\.open|fopen)\s*\(\s*(["'])([^"']+)\1\s*,\s*["'][wax+]"""
                      r"""|\b(?:writeFileSync|appendFileSync|writeFile|appendFile|write_text"""
@@ -144,11 +151,17 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
     for m in _DELETES.finditer(code):
         arg = _LITERAL_ARG.match(code, m.end())
         target = arg.group(2) if arg else None
+        if m.group(0).startswith(".") and (receiver := _PATH_RECEIVER.search(code, 0, m.start())):
+            target = receiver.group(2)  # `Path('tmp.txt').unlink()`: the path is the receiver
         finding = (scope.delete_finding(target) if target else Finding(
             "destruction", "inline-delete",
             f"{name} code calls {m.group(0).strip('( ')} on a path the hook cannot see"))
         if finding:
             out.append(finding)
+    if not _DELETES.search(code):
+        out.extend(Finding("destruction", "inline-delete",
+                           f"{name} code calls {m.group(0).strip('(. :')} on a path it computes")
+                   for m in _ANY_DELETE.finditer(code) if _PATHISH.search(_call_arg(code, m.end())))
     from massgen_mcp.hook.writers import awk_commands, code_targets
 
     if family in ("awk", "gawk", "mawk"):
@@ -172,11 +185,41 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
         if kind:
             out.append(Finding("secrets", "print-secret",
                                f"{name} code reads {literal}, {kind}"))
+        elif _READS.search(code) and (held := _tree_with_secrets(literal, scope)):
+            out.append(Finding("secrets", "print-secret",
+                               f"{name} code reads files under {literal}, which holds {held}"))
+    if re.search(r"\bsocket\b|\bnet\.(connect|Socket|createConnection)|TCPSocket|fsockopen", code) \
+            and re.search(r"dup2|pty\.spawn|/bin/(ba)?sh|\bsh\b.*-i|spawn\(|exec\(", code):
+        out.append(Finding("exfiltration", "reverse-shell",
+                           f"{name} code connects a shell to the network"))
     if _DECODES.search(code) and _EVALS.search(code):
         out.append(Finding("supply_chain", "inline-code",
                            f"{name} code decodes and runs hidden code"))
     out.extend(computed_findings(name, code))
     return out
+
+
+_READS = re.compile(r"\b(open|read\w*|readFileSync|File\.read|slurp|file_get_contents"
+                    r"|read_text|cat)\s*\(")
+
+
+def _tree_with_secrets(literal: str, scope: Scope) -> str | None:
+    """The secrets (or the guard's key) a literal directory, or a glob's fixed part, holds."""
+    import os
+
+    from massgen_mcp.hook.active import key_path
+    from massgen_mcp.hook.scope import holds_secrets
+
+    head = re.split(r"[*?\[]", literal, maxsplit=1)[0]
+    if head != literal:  # `~/.config/m*/p*`: the directory the glob searches
+        head = head[:head.rfind("/") + 1]
+    if "\n" in literal or not head.startswith(("~", "/", "$")):
+        return None
+    where = scope.resolve(head.rstrip("/") or "/")
+    if not where or where in ("/", scope.home):
+        return None  # reading under / or home is judged by what it names, not by this
+    return holds_secrets(where, scope.home) or (
+        "the guard's key" if os.path.realpath(key_path()).startswith(where + "/") else None)
 
 
 _DISPATCH = re.compile(r"\bgetattr\s*\(\s*[^,()]+,\s*(?![\"'][\w]+[\"']\s*[,)])"
@@ -193,7 +236,9 @@ _OPENS = re.compile(r"\b(open|File\.open|fopen|writeFileSync|appendFileSync|writ
                     r"|appendFile|file_put_contents|File\.write)\s*\(")
 _ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.environ|%ENV)"
                          r"(?![\w.\[])|\bENV\.(to_h|to_a|each|inspect|keys|values)\b"
-                         r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)")
+                         r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)"
+                         r"|(?<![\w$.{])ENV(?![\w\[.{(])|\$_(ENV|SERVER)\b(?!\s*\[)"
+                         r"|\bdotenv_values\b|\bDeno\.env\.toObject\b")
 
 
 _SECRET_VAR = re.compile(r"(environ(\.get)?\s*[\[(]\s*|getenv\(\s*|ENV\[\s*|ENV\.fetch\(\s*"

@@ -19,12 +19,14 @@ Standard library only.
 from __future__ import annotations
 
 import re
+from shlex import join
 
 from massgen_mcp.hook.bash_rules import check_bash, sql_finding
 from massgen_mcp.hook.command import wordset
 from massgen_mcp.hook.matching import split_mcp_name
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, holds_secrets, secret_kind
+from massgen_mcp.hook.secret_search import SECRET_SAMPLES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
@@ -45,7 +47,8 @@ OUR_TOOLS = wordset(
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _VERBS: dict[str, tuple[str, str]] = {}
 for _group, _verbs, _what in (
-    ("destruction", "delete drop destroy purge truncate wipe erase", "deletes data"),
+    ("destruction", "delete drop destroy purge truncate wipe erase flush flushall flushdb nuke "
+                    "reset", "deletes data"),
     ("prod_infra", "deploy terminate shutdown scale rollout reboot", "changes infrastructure"),
     ("source_control", "merge push", "changes a shared repository"),
     ("access_control", "grant revoke permission permissions collaborator visibility",
@@ -78,7 +81,7 @@ def name_words(name: str) -> list[str]:
 
 def _argv_line(argv: list[Any]) -> str:
     """An argv list as the command line it amounts to (each element one word)."""
-    return " ".join("'" + str(a).replace("'", "'\\''") + "'" for a in argv)
+    return join(str(a) for a in argv)
 
 
 def command_lines(args: dict[str, Any], words: list[str]) -> list[str]:
@@ -86,6 +89,12 @@ def command_lines(args: dict[str, Any], words: list[str]) -> list[str]:
     with its argument list (`{"cmd": "git", "args": ["push", ...]}`)."""
     lines: list[str] = []
     shellish = bool(_SHELL_WORDS.intersection(words))
+    from massgen_mcp.hook.programs import KNOWN
+
+    program = next((w for w in words if w in KNOWN and w not in _SHELL_WORDS), None)
+    if program:  # `mcp__k8s__kubectl {"args": [...]}`: the tool is that program
+        lines.extend(program + " " + _argv_line(args[k]) for k in _ARGV_ARGS
+                     if isinstance(args.get(k), list) and args[k])
     for key in _COMMAND_ARGS:
         value = args.get(key)
         if isinstance(value, str):
@@ -120,10 +129,6 @@ def check_call(tool_name: str, tool_input: dict[str, Any], scope: Scope) -> list
     return []
 
 
-#: Names a glob is tried against: does the Grep tool's `glob` reach secret files?
-_SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519", ".netrc",
-                   "credentials", "credentials.json", ".pgpass", ".npmrc", ".pypirc",
-                   "server.pem", "tls.key", "terraform.tfstate", "kubeconfig")
 
 
 def _grep_findings(tool_input: dict[str, Any], scope: Scope) -> list[Finding]:
@@ -140,12 +145,20 @@ def _grep_findings(tool_input: dict[str, Any], scope: Scope) -> list[Finding]:
                 held := holds_secrets(where, scope.home)) else None)
         if kind:
             out.append(Finding("secrets", "print-secret", f"Grep searches {path}, {kind}"))
+    pattern = tool_input.get("pattern")
+    if isinstance(path, str) and path and isinstance(pattern, str) and not out:
+        from massgen_mcp.hook.secret_search import SECRETISH, secret_files_in
+
+        where = scope.resolve(path)
+        if where and SECRETISH.search(pattern) and (found := secret_files_in(where)):
+            out.append(Finding("secrets", "print-secret",
+                               f"Grep searches {path} for {pattern!r}, and it holds {found}"))
     glob = tool_input.get("glob")
     if isinstance(glob, str) and glob:
         last = glob.rstrip("/").rsplit("/", 1)[-1]
         for pattern in (p.strip() for p in last.strip("{}").split(",")):
             # ripgrep's globs follow gitignore rules: `*` matches a leading dot too
-            hit = next((n for n in _SECRET_SAMPLES if fnmatch.fnmatchcase(n, pattern)), None)
+            hit = next((n for n in SECRET_SAMPLES if fnmatch.fnmatchcase(n, pattern)), None)
             if hit:
                 out.append(Finding("secrets", "print-secret",
                                    f"Grep's glob {glob!r} picks secret files ({hit})"))

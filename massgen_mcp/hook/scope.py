@@ -56,7 +56,8 @@ _SECRET_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r".\.env$", re.I), "an environment file"),  # prod.env, .dev.env
     (re.compile(r"^\.mcp\.json$", re.I), "an MCP client config (tool servers' tokens)"),
     (re.compile(r"^\.dev\.vars$", re.I), "an environment file (Cloudflare's)"),
-    (re.compile(r"^secrets\.toml$", re.I), "a secrets file"),
+    (re.compile(r"^\.?secrets?([._-][\w-]+)?\.(toml|ya?ml|json|ini|cfg|conf|env|txt|properties)$"
+                r"|^\.secrets?$", re.I), "a secrets file"),
     (re.compile(r"\.tfvars(\.json)?$", re.I), "Terraform variables (they hold its secrets)"),
     (re.compile(r"^oauth_creds\.json$", re.I), "a coding CLI's login (OAuth tokens)"),
     (re.compile(r"^(\.[a-z0-9_]*_?history|fish_history|\.histfile)$", re.I),

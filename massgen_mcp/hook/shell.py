@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import re
+from shlex import join
 
 from massgen_mcp.hook import capability, channels
-from massgen_mcp.hook.command import Analysis, SimpleCommand, _quote, shell_script
+from massgen_mcp.hook.command import Analysis, SimpleCommand, shell_script
 from massgen_mcp.hook.command import command_head as command_head  # main.py imports it here
 from massgen_mcp.hook.expand import expand_words, glob_program, param_expand, tilde_user
 from massgen_mcp.hook.lexer import UNKNOWN, Op, Redir, Word, lex
@@ -205,7 +206,7 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
     if not values:  # `exec 3>~/.bashrc`: the redirections still happen
         return _record(out, SimpleCommand("", [], redirects)) if redirects else None
     if values[0] in out.aliases and kept and not kept[0].quoted:
-        run(" ".join([out.aliases[values[0]], *(_quote(v) for v in values[1:])]))
+        run(" ".join([out.aliases[values[0]], join(values[1:])]))
         return None
     if (matches := glob_program(values[0])) is not None and kept and not kept[0].quoted:
         if not matches:
@@ -383,7 +384,7 @@ def _inner(cmd: SimpleCommand, out: Analysis, depth: int, variables: dict[str, s
                     here = arg in ("-execdir", "-okdir")  # runs in each match's directory
                     if here:
                         _record(out, SimpleCommand("pushd", [UNKNOWN]))
-                    _script(" ".join(_quote(a) for a in args[i + 1:end]), out, depth + 1,
+                    _script(join(args[i + 1:end]), out, depth + 1,
                             variables)
                     if here:
                         _record(out, SimpleCommand("popd"))

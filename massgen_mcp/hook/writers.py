@@ -94,6 +94,8 @@ def _targets(cmd: SimpleCommand) -> list[str]:
     if program == "patch":
         return _patch(cmd, pos)
     if program in _AWK:
+        if any(v == "inplace" for v in _value(cmd, "-i", "--include")):  # rewrites its files
+            return pos[2:]
         return awk_outputs(next((a for a in cmd.args if not a.startswith("-")), ""))
     return vi_writes(cmd)
 

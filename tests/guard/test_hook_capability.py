@@ -31,6 +31,19 @@ ODD: list[tuple[str, dict[str, Any]]] = [
     ("Bash", {"command": "patch -p <<'EOF'\n+++ \nEOF"}),
     ("Bash", {"command": "awk '{print >'"}),
     ("Bash", {"command": "cd mass*p && cd [ && cat *"}),
+    # the shape rules (reach_rules.py, secret_search.py) with their values missing
+    ("Bash", {"command": "fd -x"}),
+    ("Bash", {"command": "curl -X"}),
+    ("Bash", {"command": "psql -f"}),
+    ("Bash", {"command": "sqlite3 db '.output'"}),
+    ("Bash", {"command": "docker exec"}),
+    ("Bash", {"command": "kubectl exec --"}),
+    ("Bash", {"command": "git apply --directory"}),
+    ("Bash", {"command": "chmod"}),
+    ("Bash", {"command": "echo $(printf '\\')"}),
+    ("Bash", {"command": "grep -r -e"}),
+    ("Bash", {"command": "x eval"}),
+    ("mcp__k8s__kubectl", {"args": [None, 3, {"a": 1}]}),
 ]
 #: Dangerous lines wrapped in what strains the analysis: each must still be gated.
 STRAINED = [
@@ -70,3 +83,25 @@ def test_odd_inputs_are_decided_without_an_error(box: Sandbox, tool: str,
 @pytest.mark.parametrize("command", STRAINED, ids=["pipes", "nesting", "wrappers", "long"])
 def test_strained_dangerous_lines_stay_gated(box: Sandbox, command: str) -> None:
     assert run_entry(box, {"tool": "Bash", "input": {"command": command}}) == "deny"
+
+
+def test_a_tool_named_after_a_program_runs_its_argument_list(box: Sandbox) -> None:
+    """`mcp__k8s__kubectl {"args": [...]}` is `kubectl ...`: judged as that command line."""
+    dangerous = {"args": ["delete", "namespace", "prod"]}
+    assert run_entry(box, {"tool": "mcp__k8s__kubectl", "input": dangerous}) == "deny"
+    everyday = {"args": ["get", "pods", "-n", "dev"]}
+    assert run_entry(box, {"tool": "mcp__k8s__kubectl", "input": everyday}) == "none"
+
+
+def test_a_sql_file_a_database_shell_runs_is_read_and_judged(box: Sandbox) -> None:
+    """`psql -f F` runs what F holds: DROP in it is gated, a SELECT is not; a FIFO named
+    like a SQL file is not waited on (the hook answers, and fails closed)."""
+    (box.project / "q_drop.sql").write_text("DROP TABLE users;\n", encoding="utf-8")
+    (box.project / "q_read.sql").write_text("SELECT 1;\n", encoding="utf-8")
+    assert run_entry(box, {"tool": "Bash", "input": {"command": "psql -f q_drop.sql"}}) == "deny"
+    assert run_entry(box, {"tool": "Bash", "input": {"command": "psql -f q_read.sql"}}) == "none"
+    import os
+
+    os.mkfifo(box.project / "q_fifo_drop.sql")
+    code, verdict, err = _hook(box, "Bash", {"command": "sqlite3 db < q_fifo_drop.sql"})
+    assert code == 0 and verdict == "deny" and "Traceback" not in err, err
