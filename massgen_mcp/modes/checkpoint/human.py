@@ -76,9 +76,12 @@ def needs_person(steps: list[dict[str, Any]]) -> list[str]:
 
 
 def question(objective: str, checkpoint_id: str, lines: list[str]) -> str:
-    """The elicitation message: what was approved and which steps need a yes."""
+    """The elicitation message: which steps need a yes, then what was approved. The steps come
+    first because a client may show only the first lines (Claude Code 2.1.332's dialog shows
+    two and folds the rest behind "+N more lines")."""
     listed = "\n".join(f"- {line}" for line in lines)
-    return (f"The reviewers approved checkpoint {checkpoint_id} for: {objective}\n\n"
+    return (f"Cannot be undone, needs your yes: {'; '.join(lines)}\n"
+            f"The reviewers approved checkpoint {checkpoint_id} for: {objective}\n\n"
             f"These steps cannot be undone and need your yes before the plan becomes "
             f"active:\n{listed}\n\nMake the plan active?")
 
