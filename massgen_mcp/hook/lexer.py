@@ -202,13 +202,8 @@ class _Lexer:
             elif c == "\\":
                 out.append(s[self.i + 1:self.i + 2])
                 self.i += 2
-            elif c == "$":
-                out.append(self._dollar(w))
-            elif c == "`":
-                out.append(self._backquote(w))
             else:
-                out.append(c)
-                self.i += 1
+                out.append(self._expansion_or(c, w))
         w.value = "".join(out)
         return w
 
@@ -222,15 +217,19 @@ class _Lexer:
             if c == "\\" and s[self.i + 1:self.i + 2] in ('$', '`', '"', "\\", "\n"):
                 out.append(s[self.i + 1] if s[self.i + 1] != "\n" else "")
                 self.i += 2
-            elif c == "$":
-                out.append(self._dollar(w))
-            elif c == "`":
-                out.append(self._backquote(w))
             else:
-                out.append(c)
-                self.i += 1
+                out.append(self._expansion_or(c, w))
         self.problems.append("a double quote is never closed")
         return "".join(out)
+
+    def _expansion_or(self, c: str, w: Word) -> str:
+        """What `c` stands for outside single quotes: an expansion it starts, or itself."""
+        if c == "$":
+            return self._dollar(w)
+        if c == "`":
+            return self._backquote(w)
+        self.i += 1
+        return c
 
     def _dollar(self, w: Word) -> str:
         s, i = self.s, self.i
