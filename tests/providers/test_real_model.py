@@ -191,6 +191,10 @@ async def test_a_real_model_team_ends_bounded_and_truthful(smollm2: str, tmp_pat
     team = _team(smollm2, n, timeout)
     with anyio.fail_after(timeout + 60):  # a hang guard, not a speed assertion
         result = await run_team(team, tmp_path, task=TASK)
+    # The server answered the fixture: an agent that cannot reach it means the server died
+    # under the run (seen: a llama.cpp build that segfaults on a chat completion), which a
+    # run that honestly "failed" would otherwise hide.
+    assert "cannot reach" not in (result.error or ""), result.error
     _assert_truthful(result, team)
     if n == 3:
         # measured: "Your complete answer." (the schema's field description) won a run
