@@ -342,10 +342,12 @@ def _package_runner(cmd: SimpleCommand) -> list[str]:
         if args[:1] != [sub]:
             return []
         args = args[1:]
-    if any(a in ("-p", "--package", "--spec") or a.startswith(("--package=", "--spec="))
-           for a in args):
-        return [f"{cmd.program} fetches a package to run (--package)"]
     spec = next((a for a in args if not a.startswith("-")), "")
+    # Options after the package name are the tool's own (`npx tsc -p tsconfig.json`).
+    own = args[:args.index(spec)] if spec else args
+    if any(a in ("-p", "--package", "--spec") or a.startswith(("--package=", "--spec="))
+           for a in own):
+        return [f"{cmd.program} fetches a package to run (--package)"]
     name = spec[1:].split("@", 1)[0] if spec.startswith("@") else spec.split("@", 1)[0]
     if not spec or (name in _DEV_TOOLS and "@" not in spec[1:] and ":" not in spec):
         return []
