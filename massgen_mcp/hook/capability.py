@@ -30,6 +30,7 @@ from shlex import join, quote
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.programs import KNOWN
+from massgen_mcp.hook.sources import hidden_sources
 
 #: Programs that run the command they are given after their own options; value = options
 #: that take a value (the rest of the arguments is the command).
@@ -304,6 +305,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             code := [a for a in args if a.split("=", 1)[0] in _EVAL_OPTIONS]):
         out.append(f"{program} is given code to evaluate ({code[0].split('=', 1)[0]}), "
                    "which the hook cannot read")
+    out += hidden_sources(cmd)
     if program in _PACKAGE_RUNNERS:
         out += _package_runner(cmd)
     if (program not in KNOWN or _interpreter(program)) and any(
