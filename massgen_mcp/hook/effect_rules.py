@@ -201,7 +201,8 @@ def find_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         "-name", "-iname", "-path", "-ipath", "-wholename")]
     acts = [expr[i + 1].rsplit("/", 1)[-1] for i, a in enumerate(expr[:-1])
             if a in ("-exec", "-execdir", "-ok", "-okdir")]
-    deletes = "-delete" in expr or "rm" in acts
+    # emptying or overwriting every file found loses them like a delete does
+    deletes = "-delete" in expr or bool({"rm", "unlink", "shred", "truncate", "srm"} & set(acts))
     if deletes and any(re.fullmatch(_glob_to_re(n), ".git") or n.endswith("/.git")
                        for n in names):
         out.append(Finding("source_control", "rm-git-dir",

@@ -12,6 +12,8 @@ reaches a place it guards by a side door:
   `ed`'s `!` commands fed on stdin;
 - plain-text protocol commands piped to a cache or database port (`printf flush_all | nc
   localhost 11211`);
+- a secret env file loaded into a container that prints its environment (`docker run
+  --env-file .env img env`);
 - the docker engine of another host (`DOCKER_HOST=ssh://prod docker compose up`).
 
 Standard library only.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
+from massgen_mcp.hook.scope import secret_kind
 
 #: Programs that read a build description (a file of commands) they then run.
 _BUILD_TOOLS = wordset("make gmake bmake ninja samu gradle gradlew cmake mvn mvnw rake just "
@@ -66,6 +69,11 @@ def hidden_sources(cmd: SimpleCommand) -> list[str]:
             a.rsplit(":", 1)[-1] in _DATA_PORTS for a in args):
         out.append(f"{program} sends commands to a cache or database port (they may flush "
                    "or overwrite its data)")
+    env_files = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--env-file"] + [
+        a[11:] for a in args if a.startswith("--env-file=")]
+    if program in ("docker", "podman") and (loaded := [f for f in env_files if secret_kind(f)]) \
+            and any(a in ("env", "printenv", "export", "set") for a in cmd.positionals()):
+        out.append(f"{program} loads {loaded[0]} into a container that prints its environment")
     host = cmd.env.get("DOCKER_HOST", "")
     if program in ("docker", "docker-compose", "podman") and host and not _LOCAL_ENGINE.match(
             host):
