@@ -24,6 +24,7 @@ import os
 import re
 
 from massgen_mcp.hook.lexer import UNKNOWN
+from massgen_mcp.hook.scope import secret_kind
 
 
 def interpreter(program: str) -> bool:
@@ -218,6 +219,13 @@ def script_runs(cmd: SimpleCommand, out: Analysis, shells: frozenset[str],
                 return
             else:
                 return  # `sh < build.sh` runs the project's script, like `sh build.sh`
+    if program in ("source", ".") and script and secret_kind(script):
+        out.sourced = script  # its keys are now shell variables (exported under `set -a`)
+    if out.sourced and ((program in ("echo", "printf") and any("$" in a for a in cmd.args))
+                        or (program in ("printenv", "env", "export", "set", "declare")
+                            and not cmd.positionals())):
+        out.gate(f"{program} prints variables the line loaded from {out.sourced}, a secret "
+                 "file", rule="print-secret", group="secrets")
     built = [w for w in out.written if os.path.basename(w) in _BUILD_FILES
              and program in _BUILD_FILES[os.path.basename(w)]]
     if built and (program not in ("pip", "pip3", "uv") or "install" in cmd.args):
