@@ -4,8 +4,10 @@
   `+refspec`, and `--delete`/`:branch`: gated only when the destination branch is
   protected (`PROTECTED_BRANCH`: main, master, trunk, develop, dev, stable, staging, prod*,
   production, release*, hotfix*, gh-pages) or cannot be determined (no refspec and no
-  readable `.git/HEAD`, a detached HEAD, `--all`). With no refspec the current branch is
-  read from `.git/HEAD` (no git process). Force-pushing a named feature branch after a
+  readable `.git/HEAD`, a detached HEAD, `--all`, or a bare `-f`/`--force` without a lease,
+  which goes to an upstream the hook does not read). With no refspec the current branch is
+  read from `.git/HEAD` (no git process). Pushing to a deploy remote (`heroku`, `dokku`,
+  `production`...) is a deploy. Force-pushing a named feature branch after a
   rebase is routine and recoverable, so it is not gated; reviewers still get "branches
   others build on" in the policy text. `--mirror` and pushing to a URL rather than a
   configured remote are always gated.
