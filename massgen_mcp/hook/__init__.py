@@ -21,6 +21,8 @@
       capability.py   by capability, not name: wrappers and options that run a command,
                       (programs.py: the programs the hook knows)
                       unknown programs given code, package runners, scheduling
+      sources.py      code from sources it cannot read: build files from <(..), URLs to
+                      runners, pager/PS4 commands, cache ports, a remote DOCKER_HOST
       writers.py      programs that write through options or operands (sort -o, uniq OUT,
                       patch, ex scripts, awk print >, any --output, interpreter copies)
       reach_rules.py  by shape, whatever the program: command lines handed to unknown

@@ -30,6 +30,7 @@ from shlex import join, quote
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.programs import KNOWN
+from massgen_mcp.hook.sources import hidden_sources
 
 #: Programs that run the command they are given after their own options; value = options
 #: that take a value (the rest of the arguments is the command).
@@ -304,6 +305,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             code := [a for a in args if a.split("=", 1)[0] in _EVAL_OPTIONS]):
         out.append(f"{program} is given code to evaluate ({code[0].split('=', 1)[0]}), "
                    "which the hook cannot read")
+    out += hidden_sources(cmd)
     if program in _PACKAGE_RUNNERS:
         out += _package_runner(cmd)
     if (program not in KNOWN or _interpreter(program)) and any(
@@ -342,10 +344,12 @@ def _package_runner(cmd: SimpleCommand) -> list[str]:
         if args[:1] != [sub]:
             return []
         args = args[1:]
-    if any(a in ("-p", "--package", "--spec") or a.startswith(("--package=", "--spec="))
-           for a in args):
-        return [f"{cmd.program} fetches a package to run (--package)"]
     spec = next((a for a in args if not a.startswith("-")), "")
+    # Options after the package name are the tool's own (`npx tsc -p tsconfig.json`).
+    own = args[:args.index(spec)] if spec else args
+    if any(a in ("-p", "--package", "--spec") or a.startswith(("--package=", "--spec="))
+           for a in own):
+        return [f"{cmd.program} fetches a package to run (--package)"]
     name = spec[1:].split("@", 1)[0] if spec.startswith("@") else spec.split("@", 1)[0]
     if not spec or (name in _DEV_TOOLS and "@" not in spec[1:] and ":" not in spec):
         return []

@@ -24,6 +24,7 @@ import os
 import re
 
 from massgen_mcp.hook.lexer import UNKNOWN
+from massgen_mcp.hook.scope import secret_kind
 
 
 def interpreter(program: str) -> bool:
@@ -148,10 +149,29 @@ def record_writes(cmd: SimpleCommand, out: Analysis) -> None:
     targets += download_targets(cmd)
     if cmd.program in ("cp", "mv", "install", "ln") and len(cmd.positionals()) >= 2:
         targets.append(cmd.positionals()[-1])
+    targets += _clone_dir(cmd)
     text = _content(cmd) if cmd.program in ("echo", "printf", "cat", "tee") else None
     for target in targets:
         if target and UNKNOWN not in target:
             out.written[os.path.normpath(target)] = text
+
+
+_CLONE_VALUES = frozenset({"-b", "--branch", "--depth", "-o", "--origin", "-c", "--config",
+                           "--reference", "--template", "-j", "--jobs", "--filter", "-u",
+                           "--upload-pack", "--separate-git-dir", "--shallow-since"})
+
+
+def _clone_dir(cmd: SimpleCommand) -> list[str]:
+    """The directory `git clone URL [DIR]` fills with another repository's files."""
+    if cmd.program != "git" or "clone" not in cmd.args:
+        return []
+    args = cmd.args[cmd.args.index("clone") + 1:]
+    pos = [a for i, a in enumerate(args) if not a.startswith("-")
+           and (i == 0 or args[i - 1] not in _CLONE_VALUES)]
+    if len(pos) >= 2:
+        return [pos[1]]
+    name = pos[0].rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1] if pos else ""
+    return [name.removesuffix(".git")] if name else []
 
 
 def _script_arg(cmd: SimpleCommand) -> str | None:
@@ -199,6 +219,13 @@ def script_runs(cmd: SimpleCommand, out: Analysis, shells: frozenset[str],
                 return
             else:
                 return  # `sh < build.sh` runs the project's script, like `sh build.sh`
+    if program in ("source", ".") and script and secret_kind(script):
+        out.sourced = script  # its keys are now shell variables (exported under `set -a`)
+    if out.sourced and ((program in ("echo", "printf") and any("$" in a for a in cmd.args))
+                        or (program in ("printenv", "env", "export", "set", "declare")
+                            and not cmd.positionals())):
+        out.gate(f"{program} prints variables the line loaded from {out.sourced}, a secret "
+                 "file", rule="print-secret", group="secrets")
     built = [w for w in out.written if os.path.basename(w) in _BUILD_FILES
              and program in _BUILD_FILES[os.path.basename(w)]]
     if built and (program not in ("pip", "pip3", "uv") or "install" in cmd.args):
@@ -207,6 +234,10 @@ def script_runs(cmd: SimpleCommand, out: Analysis, shells: frozenset[str],
     if script is None:
         return
     key = os.path.normpath(script)
+    if (fetched := next((d for d in out.written if key.startswith(d + "/")), None)) is not None:
+        out.gate(f"runs {script} from {fetched}, which this line fetched (code the hook "
+                 "cannot see)", rule="run-written-script")
+        return
     if key not in out.written:
         return
     text = out.written[key]

@@ -170,7 +170,8 @@ def _mounts(cmd: SimpleCommand, pos: list[str], scope: Scope) -> list[Finding]:
         if spec is not None:
             host, _, rest = spec.partition(":")
             mounts.append((host, "ro" in rest.rsplit(":", 1)[-1].split(",")))
-        elif arg.startswith("--mount") and (m := re.search(r"(?:src|source)=([^,]+)", arg)):
+        elif arg.startswith("--mount") and (m := re.search(r"(?:src|source)=([^,]+)", arg := (
+                arg if "=" in arg or i + 1 >= len(cmd.args) else cmd.args[i + 1]))):
             mounts.append((m.group(1), "readonly" in arg or "ro=true" in arg))
     for host, readonly in mounts:
         if readonly or not host.startswith(("/", "~", ".", "$")) or "$(" in host:

@@ -68,7 +68,7 @@ class SimpleCommand:
 class Analysis:
     """Every simple command of a line, its pipelines, and what could not be analysed."""
 
-    __slots__ = ("aliases", "cdpath", "commands", "findings", "pipelines", "written")
+    __slots__ = ("aliases", "cdpath", "commands", "findings", "pipelines", "sourced", "written")
 
     def __init__(self) -> None:
         self.commands: list[SimpleCommand] = []
@@ -77,6 +77,7 @@ class Analysis:
         self.cdpath = False  # CDPATH is set: a relative `cd` may land anywhere
         self.written: dict[str, str | None] = {}  # files the line writes -> text (if shown)
         self.aliases: dict[str, str] = {}
+        self.sourced: str | None = None  # a secret file the line sources (`. ./.env`)
 
     def gate(self, detail: str, rule: str = "unanalysable", group: str = "supply_chain") -> None:
         self.findings.append(Finding(group, rule, detail))

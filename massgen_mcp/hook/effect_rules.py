@@ -94,8 +94,9 @@ def secret_route(cmd: SimpleCommand) -> str | None:
     if program == "ps" and any(not a.startswith("-") and "e" in a and a.isalpha()
                                for a in args[:1]):
         return "ps with `e` prints every process's environment (and the keys in it)"
-    if program in ("kubectl", "oc") and pos[:2] == ["config", "view"] and "--raw" in args:
-        return f"{program} config view --raw prints cluster credentials"
+    if program in ("kubectl", "oc") and pos[:2] == ["config", "view"] and (
+            flag := next((a for a in args if a.split("=")[0] in ("--raw", "--flatten")), None)):
+        return f"{program} config view {flag} prints cluster credentials"
     if (program == "gh" and pos[:2] == ["auth", "token"]) or (
             program == "gh" and pos[:2] == ["auth", "status"] and (
                 "-t" in args or "--show-token" in args)):
@@ -200,7 +201,8 @@ def find_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         "-name", "-iname", "-path", "-ipath", "-wholename")]
     acts = [expr[i + 1].rsplit("/", 1)[-1] for i, a in enumerate(expr[:-1])
             if a in ("-exec", "-execdir", "-ok", "-okdir")]
-    deletes = "-delete" in expr or "rm" in acts
+    # emptying or overwriting every file found loses them like a delete does
+    deletes = "-delete" in expr or bool({"rm", "unlink", "shred", "truncate", "srm"} & set(acts))
     if deletes and any(re.fullmatch(_glob_to_re(n), ".git") or n.endswith("/.git")
                        for n in names):
         out.append(Finding("source_control", "rm-git-dir",

@@ -4,8 +4,10 @@
   `+refspec`, and `--delete`/`:branch`: gated only when the destination branch is
   protected (`PROTECTED_BRANCH`: main, master, trunk, develop, dev, stable, staging, prod*,
   production, release*, hotfix*, gh-pages) or cannot be determined (no refspec and no
-  readable `.git/HEAD`, a detached HEAD, `--all`). With no refspec the current branch is
-  read from `.git/HEAD` (no git process). Force-pushing a named feature branch after a
+  readable `.git/HEAD`, a detached HEAD, `--all`, or a bare `-f`/`--force` without a lease,
+  which goes to an upstream the hook does not read). With no refspec the current branch is
+  read from `.git/HEAD` (no git process). Pushing to a deploy remote (`heroku`, `dokku`,
+  `production`...) is a deploy. Force-pushing a named feature branch after a
   rebase is routine and recoverable, so it is not gated; reviewers still get "branches
   others build on" in the policy text. `--mirror` and pushing to a URL rather than a
   configured remote are always gated.
@@ -32,6 +34,9 @@ PROTECTED_BRANCH = re.compile(
     r"|prod([-/_].*)?|release([-/_].*)?|releases/.*|hotfix([-/_].*)?)$"
 )
 _GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+#: Remotes of git-push platforms where a push is a deploy (`git push heroku main`).
+_DEPLOY_REMOTE = re.compile(r"(?i)^(heroku|dokku|production|prod|live|deploy|flynn|"
+                            r"piku|caprover|azure|pantheon|platform|engineyard)([-_.].*)?$")
 _URL_REMOTE = re.compile(r"^(https?://|ssh://|git://|file://|[\w.-]+@[\w.-]+:)")
 
 
@@ -121,8 +126,10 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     elif sub == "reflog" and pos[:1] in (["expire"], ["delete"]):
         out.append(Finding("destruction", "git-reflog",
                            f"git reflog {pos[0]} drops the record that recovers lost commits"))
-    elif (sub == "gc" and any(a.startswith("--prune=") and a[8:] in ("now", "all")
-                              for a in rest.args)) or sub == "prune":
+    elif (sub == "gc" and (any(a.startswith("--prune=") and a[8:] in ("now", "all")
+                               for a in rest.args) or any(  # `git -c gc.pruneExpire=now gc`
+            re.match(r"(?i)^gc\.\w*expire\w*=(now|all|0)", a) for a in cmd.args[:idx]))) \
+            or sub == "prune":
         out.append(Finding("destruction", "git-prune",
                            f"git {sub} deletes unreachable commits now (no grace period)"))
     elif sub == "update-ref" and (rest.has_short_flag("d") or rest.has_long("--stdin") or (
@@ -146,8 +153,9 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         out.append(Finding("source_control", "git-branch-delete",
                            f"git {sub} resets the shared branch '{created}' (its commits may "
                            "be lost)"))
-    elif sub == "fetch" and any(r.startswith("+") and PROTECTED_BRANCH.match(
-            r.partition(":")[2].removeprefix("refs/heads/")) for r in pos[1:]):
+    elif sub == "fetch" and any(r.startswith("+") and (PROTECTED_BRANCH.match(
+            dst := r.partition(":")[2].removeprefix("refs/heads/")) or (  # a wildcard: all
+                "*" in dst and r.partition(":")[2].startswith("refs/heads/"))) for r in pos[1:]):
         out.append(Finding("source_control", "git-update-ref",
                            "git fetch +src:dst overwrites a local shared branch (its local "
                            "commits are lost)"))
@@ -238,6 +246,9 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
     if remote and _URL_REMOTE.match(remote):
         out.append(Finding("exfiltration", "git-push-url",
                            f"pushes to {remote}, an address that is not a configured remote"))
+    if remote and _DEPLOY_REMOTE.match(remote):
+        out.append(Finding("prod_infra", "deploy",
+                           f"pushing to the `{remote}` remote deploys to a live environment"))
     force = force or any(r.startswith("+") for r in refspecs)
     delete = delete or any(r.startswith(":") for r in refspecs)
     if force and "--tags" in args:
@@ -255,7 +266,10 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
         dests.append(current_branch(scope.cwd) if name in ("HEAD", "@") else name)
     if not refspecs:
         every = "--all" in args or "--branches" in args
-        dests.append(None if every else current_branch(scope.cwd))
+        # a bare force with no lease goes to an upstream the hook does not read (it may be
+        # named differently, or shared); with a lease git refuses to overwrite others' work
+        blind = force and not any(a.startswith("--force-with-lease") for a in args)
+        dests.append(None if every or blind else current_branch(scope.cwd))
     verb = "force-pushes" if force else "deletes"
     for dest in dests:
         if dest is None:

@@ -54,7 +54,8 @@ _HARMLESS_DEVICES = ("/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/d
                      "/dev/tty", "/dev/random", "/dev/urandom", "/dev/fd/", "/dev/shm/")
 _SECRET_RULES = frozenset({"print-secret", "copy-secret", "secret-upload", "env-dump"})
 _DELETE_RULES = frozenset({"rm-root-or-home", "rm-git-dir"})
-_READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Grep": "path"}
+_READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Grep": "path",
+               "Glob": "path"}  # Glob lists the names (which plans exist, their ids)
 _DEVICE_TOOLS = frozenset({"mkfs", "wipefs", "fdisk", "sfdisk", "parted", "mkswap", "blkdiscard",
                            "hdparm", "badblocks"})
 _RECURSIVE_READERS = frozenset({"rg", "ag", "ack", "tar", "zip", "7z", "rsync", "scp", "cpio"})

@@ -18,6 +18,7 @@ The same applies to code fed on stdin by a heredoc or here-string. Standard libr
 
 from __future__ import annotations
 
+import base64
 import re
 
 from massgen_mcp.hook.command import SimpleCommand
@@ -66,6 +67,12 @@ _WRITES = re.compile(r"""\b(?:open|File\.open|fopen)\s*\(\s*(["'])([^"']+)\1\s*,
                      r"""|write_bytes|file_put_contents|File\.write)\s*\(\s*(["'])([^"']+)\3""")
 _DECODES = re.compile(r"b64decode|base64|atob|Buffer\.from|decode\(|unpack|pack\(", re.I)
 _EVALS = re.compile(r"\b(exec|eval|compile|Function|instance_eval|class_eval)\s*\(")
+_URL = re.compile(r"(?i)\b(https?|ftp)://")
+#: Evaluation spelt without a call's parentheses (`.then(eval)`, `eval URI.open(..)`,
+#: R's `source("https://..")`, PowerShell's `iex`).
+_RUNS_FETCHED = re.compile(r"\(\s*eval\s*\)|\beval\s+\w|\b(source|sys\.source|require|"
+                           r"load|import)\s*\(\s*[\"']?(https?|ftp)://|\b(iex|Invoke-Expression)\b",
+                           re.I)
 
 
 def interpreter(program: str) -> str | None:
@@ -86,6 +93,8 @@ def inline_code(cmd: SimpleCommand) -> str | None:
         pos = [a for a in cmd.args if not a.startswith("-")]
         return pos[0] if pos else None
     flags = _CODE_FLAGS[family]
+    if family in ("pwsh", "powershell") and (encoded := _encoded_command(cmd.args)) is not None:
+        return encoded
     for i, arg in enumerate(cmd.args):
         if arg in flags:
             return cmd.args[i + 1] if i + 1 < len(cmd.args) else ""
@@ -97,6 +106,19 @@ def inline_code(cmd: SimpleCommand) -> str | None:
             return arg[2:]  # python -c'code'
     if cmd.stdin_code is not None and not [a for a in cmd.args if not a.startswith("-")]:
         return cmd.stdin_code
+    return None
+
+
+def _encoded_command(args: list[str]) -> str | None:
+    """PowerShell's `-EncodedCommand` (any prefix, `-ec`): base64 of UTF-16LE code, decoded
+    so the rules read it like `-Command` (undecodable: marked as unknown code)."""
+    for i, arg in enumerate(args[:-1]):
+        flag = arg.lower()
+        if flag == "-ec" or (len(flag) >= 2 and "-encodedcommand".startswith(flag)):
+            try:
+                return base64.b64decode(args[i + 1], validate=True).decode("utf-16-le")
+            except (ValueError, UnicodeDecodeError):
+                return UNKNOWN
     return None
 
 
@@ -192,6 +214,9 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
             and re.search(r"dup2|pty\.spawn|/bin/(ba)?sh|\bsh\b.*-i|spawn\(|exec\(", code):
         out.append(Finding("exfiltration", "reverse-shell",
                            f"{name} code connects a shell to the network"))
+    if _URL.search(code) and (_EVALS.search(code) or _RUNS_FETCHED.search(code)):
+        out.append(Finding("supply_chain", "inline-code",
+                           f"{name} code fetches code from the network and runs it"))
     if _DECODES.search(code) and _EVALS.search(code):
         out.append(Finding("supply_chain", "inline-code",
                            f"{name} code decodes and runs hidden code"))

@@ -249,7 +249,10 @@ class _Lexer:
             return self._double(w)
         if s.startswith("((", i + 1):
             w.dynamic = True
-            self.i = self._close_paren(i + 3, closer="))") + 2
+            end = self._close_paren(i + 3, closer="))")
+            # `$(( a[$(cmd)] ))`: bash runs substitutions inside an arithmetic expansion
+            w.subs.extend(("cmd", inner) for inner in _inner_commands(s[i + 3:end]))
+            self.i = end + 2
             return UNKNOWN
         if nxt == "(":
             return self._subst(w, "cmd", i + 2)
@@ -338,3 +341,17 @@ def lex(text: str) -> tuple[list[Token], list[str]]:
     lexer = _Lexer(text)
     lexer.run()
     return lexer.tokens, lexer.problems
+
+
+def _inner_commands(text: str) -> list[str]:
+    """The scripts of the `$(...)` and backquote substitutions inside `text`."""
+    out = re.findall(r"`([^`]*)`", text)
+    start = text.find("$(")
+    while start >= 0:
+        depth, j = 1, start + 2
+        while j < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+        out.append(text[start + 2:j - 1])
+        start = text.find("$(", j)
+    return out

@@ -128,6 +128,9 @@ def awk_commands(code: str) -> list[str]:
     """Commands awk code runs: `print | "cmd"`, `"cmd" | getline`, `system("cmd")`."""
     out = [m.group(3) or UNKNOWN for m in _AWK_OUT.finditer(code) if m.group(1) == "|"]
     out += re.findall(r"\"([^\"]*)\"\s*\|\s*getline", code)
+    for var in re.findall(r"([A-Za-z_]\w*)\s*\|\s*getline", code):  # `c | getline`: the
+        held = re.search(rf"\b{var}\s*=\s*\"([^\"]*)\"", code)  # command c was given
+        out.append(held.group(1) if held else UNKNOWN)
     out += [m or UNKNOWN for m in re.findall(r"system\s*\(\s*(?:\"([^\"]*)\")?", code)]
     return out
 
