@@ -148,19 +148,27 @@ async def _run_once(args: argparse.Namespace, command: str, progress: Progress,
 
 async def _stop_on_ctrl_c(prepared: Any, progress: Progress, interrupted: _Interrupted) -> None:
     """The first Ctrl-C stops the run as a time limit does (the record keeps the best
-    answer so far, which is then printed); a second one stops at once (leaving the receiver
-    restores Python's own handler: KeyboardInterrupt, exit 130)."""
+    answer so far, which is then printed); a second one quits at once, exit 130. Not by
+    Python's KeyboardInterrupt: raised wherever the interpreter happens to be (inside a
+    provider call, in a task group, during the loop's shutdown), it ended in a traceback or
+    exit 1 depending on timing. The run's record stays as it was; the store reads a run
+    whose process is gone as interrupted."""
+    import os
     import signal
+    import sys
 
     import anyio
 
     with anyio.open_signal_receiver(signal.SIGINT) as signals:
         async for _ in signals:
+            if interrupted.pressed:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(EXIT_INTERRUPTED)
             interrupted.pressed = True
             progress.note("Ctrl-C: stopping the run and keeping what the agents have so far "
                           "(Ctrl-C again to quit at once)")
             prepared.cancel()
-            break
 
 
 def _refuse_sampling(models: str | None) -> None:
