@@ -80,10 +80,9 @@ def question(objective: str, checkpoint_id: str, lines: list[str]) -> str:
     first because a client may show only the first lines (Claude Code 2.1.332's dialog shows
     two and folds the rest behind "+N more lines")."""
     listed = "\n".join(f"- {line}" for line in lines)
-    return (f"Cannot be undone, needs your yes: {'; '.join(lines)}\n"
+    return (f"These steps cannot be undone and need your yes: {'; '.join(lines)}\n"
             f"The reviewers approved checkpoint {checkpoint_id} for: {objective}\n\n"
-            f"These steps cannot be undone and need your yes before the plan becomes "
-            f"active:\n{listed}\n\nMake the plan active?")
+            f"The steps:\n{listed}\n\nMake the plan active?")
 
 
 #: `person` values in the checkpoint result.
