@@ -31,6 +31,7 @@ from massgen_mcp.backends._common import redact
 from massgen_mcp.backends.cli._bridge import CallBridge, workflow_server_argv
 from massgen_mcp.backends.cli._options import CliOptions
 from massgen_mcp.backends.cli._process import CliProcess, base_env, find_command
+from massgen_mcp.backends.cli.availability import CLIS
 from massgen_mcp.backends.cli.keys import ENDPOINT_VARS, KEY_VARS, env_key, passed_env
 from massgen_mcp.errors import PermanentBackendError, TransientBackendError
 from massgen_mcp.messages import WORKFLOW_TOOLS, Message, ToolCall, ToolSpec, Turn, Usage
@@ -69,10 +70,8 @@ class TurnState:
 class CliBackend:
     """`Backend` that runs a coding-agent CLI headless; subclasses spell its command line."""
 
-    default_command: ClassVar[str]
+    backend_type: ClassVar[str]  # in a team file; its command and npm package: `CLIS[...]`
     display: ClassVar[str]  # "Claude Code"
-    install_hint: ClassVar[str]
-    login_hint: ClassVar[str]
 
     def __init__(self, spec: AgentSpec, context: BackendContext | None = None) -> None:
         env, run_dir = (context.env, context.run_dir) if context else (None, None)
@@ -108,18 +107,23 @@ class CliBackend:
         return path
 
     @property
+    def login_hint(self) -> str:
+        return CLIS[self.backend_type].login_hint
+
+    @property
     def endpoint_mode(self) -> bool:
         """True when the team file points the CLI at an endpoint (else: the user's login)."""
         return bool(self._spec.base_url or self._spec.api_key)
 
     async def turn(self, messages: list[Message], tools: list[ToolSpec]) -> Turn:
-        exe = find_command(self.opts.command, self.default_command, self._env)
+        cli = CLIS[self.backend_type]
+        exe = find_command(self.opts.command, cli.command, self._env)
         if exe is None:
             where = f"'{self.opts.command}'" if self.opts.command else (
-                f"'{self.default_command}' on PATH")
+                f"'{cli.command}' on PATH")
             raise PermanentBackendError(
-                f"{self.display} not found ({where}): {self.install_hint}, or set "
-                "backend.command to its path", provider=self.provider, model=self.model)
+                f"{self.display} not found ({where}): {cli.install_hint}",
+                provider=self.provider, model=self.model)
         offered = [t for t in tools if t.name in WORKFLOW_TOOLS]
         prompt, system_text = self._prompt(messages)
         self.root.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 import anyio
 from pydantic import BaseModel, Field
@@ -22,18 +22,38 @@ from pydantic import BaseModel, Field
 from massgen_mcp.backends.cli._process import base_env, cli_version, find_command, run_cli
 from massgen_mcp.backends.cli.keys import env_key, passed_env
 
-# type -> (command, npm package, login files under HOME, how to log in); key variables are
-# in keys.py. Only credential files count: ~/.claude.json or ~/.gemini/settings.json exist
-# after any run, logged in or not.
-CLIS: dict[str, tuple[str, str, tuple[str, ...], str]] = {
-    "claude_code": ("claude", "@anthropic-ai/claude-code", (".claude/.credentials.json",),
-                    "run `claude auth login` (or set ANTHROPIC_API_KEY)"),
-    "codex": ("codex", "@openai/codex", (".codex/auth.json",),
-              "run `codex login` (or set OPENAI_API_KEY)"),
-    "gemini_cli": ("gemini", "@google/gemini-cli", (".gemini/oauth_creds.json",),
-                   "run `gemini` once and sign in (or set GEMINI_API_KEY)"),
-    "copilot": ("copilot", "@github/copilot", (),
-                "run `copilot login` (or set COPILOT_GITHUB_TOKEN or GH_TOKEN)"),
+
+class Cli(NamedTuple):
+    """One coding-agent CLI; key variables are in keys.py."""
+
+    command: str
+    package: str  # its npm package
+    #: Login files under HOME. Only credential files count: ~/.claude.json or
+    #: ~/.gemini/settings.json exist after any run, logged in or not.
+    login_files: tuple[str, ...]
+    login_how: str
+
+    @property
+    def install_hint(self) -> str:
+        return (f"install it with `npm install -g {self.package}`, or set backend.command in "
+                "the team file to its path")
+
+    @property
+    def login_hint(self) -> str:
+        """Its own login, or an endpoint's key instead (doctor's advice, a turn's error)."""
+        return f"{self.login_how}, or give base_url/api_key in the team file"
+
+
+#: Backend type -> its CLI (`CliBackend.backend_type`).
+CLIS: dict[str, Cli] = {
+    "claude_code": Cli("claude", "@anthropic-ai/claude-code", (".claude/.credentials.json",),
+                       "run `claude auth login` (or set ANTHROPIC_API_KEY)"),
+    "codex": Cli("codex", "@openai/codex", (".codex/auth.json",),
+                 "run `codex login` (or set OPENAI_API_KEY)"),
+    "gemini_cli": Cli("gemini", "@google/gemini-cli", (".gemini/oauth_creds.json",),
+                      "run `gemini` once and sign in (or set GEMINI_API_KEY)"),
+    "copilot": Cli("copilot", "@github/copilot", (),
+                   "run `copilot login` (or set COPILOT_GITHUB_TOKEN or GH_TOKEN)"),
 }
 _cache: dict[tuple[str, float], str] = {}
 
@@ -132,7 +152,8 @@ async def cli_statuses(env: Mapping[str, str], *, ask: bool = False) -> list[Cli
     out: dict[str, CliStatus] = {}
 
     async def one(kind: str) -> None:
-        command, package, login_files, login_how = CLIS[kind]
+        cli = CLIS[kind]
+        command, package, login_files = cli.command, cli.package, cli.login_files
         path = find_command(None, command, env)
         home = Path(env.get("HOME", "~")).expanduser()
         key = env_key(kind, env)
@@ -140,16 +161,14 @@ async def cli_statuses(env: Mapping[str, str], *, ask: bool = False) -> list[Cli
         how = f"{key[0]} set" if key else ("login file found" if login else "")
         if path is None:
             out[kind] = CliStatus(type=kind, command=command, installed=False, usable=False,
-                                  login_found=login, login=how,
-                                  fix=f"install it: npm install -g {package} (or set "
-                                      "backend.command in the team file)")
+                                  login_found=login, login=how, fix=cli.install_hint)
             return
         version = await _version(path, package, env)
         if version and ask:
             login, how = await _login(kind, path, env, login_files)
         fix = "" if version else f"{path} --version fails: reinstall {package}"
         if version and not login:
-            fix = f"{login_how}, or give base_url/api_key in the team file"
+            fix = cli.login_hint
         out[kind] = CliStatus(type=kind, command=command, installed=True, path=path,
                               version=version, usable=version is not None, login_found=login,
                               login=how, fix=fix)

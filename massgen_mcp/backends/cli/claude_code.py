@@ -28,11 +28,8 @@ DEFAULT_PERMISSION_MODE = "acceptEdits"  # file edits in its workspace; shell ne
 
 class ClaudeCodeBackend(StreamingCliBackend):
     can_move = True  # the set_cwd control request (see move_requests)
-    default_command = "claude"
+    backend_type = "claude_code"
     display = "Claude Code"
-    install_hint = "install it with `npm install -g @anthropic-ai/claude-code`"
-    login_hint = ("log in with `claude` (then /login), or give backend.api_key (with "
-                  "base_url for another endpoint)")
 
     def live_command(self, exe: str, system_text: str, mcp: dict[str, Any],
                      resume: str | None) -> tuple[list[str], dict[str, str]]:

@@ -69,11 +69,8 @@ def native_binary(exe: str) -> str:
 
 
 class CodexBackend(RpcCliBackend):
-    default_command = "codex"
+    backend_type = "codex"
     display = "Codex"
-    install_hint = "install it with `npm install -g @openai/codex`"
-    login_hint = ("log in with `codex login`, or give backend.api_key (with base_url for "
-                  "another endpoint)")
 
     def live_command(self, exe: str, system_text: str, mcp: dict[str, Any],
                      resume: str | None) -> tuple[list[str], dict[str, str]]:

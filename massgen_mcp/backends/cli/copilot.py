@@ -28,11 +28,8 @@ from massgen_mcp.backends.cli._base import CliBackend, TurnState
 
 
 class CopilotBackend(CliBackend):
-    default_command = "copilot"
+    backend_type = "copilot"
     display = "GitHub Copilot CLI"
-    install_hint = "install it with `npm install -g @github/copilot`"
-    login_hint = ("log in with `copilot login`, or set COPILOT_GITHUB_TOKEN (or GH_TOKEN), or "
-                  "give backend.base_url and api_key for your own model endpoint")
 
     def command(self, exe: str, prompt: str, system_text: str, mcp: dict[str, Any],
                 resume: str | None) -> tuple[list[str], dict[str, str]]:

@@ -42,11 +42,8 @@ MODES = {"default": "default", "auto_edit": "autoEdit", "autoEdit": "autoEdit",
 
 
 class GeminiCliBackend(RpcCliBackend):
-    default_command = "gemini"
+    backend_type = "gemini_cli"
     display = "Gemini CLI"
-    install_hint = "install it with `npm install -g @google/gemini-cli`"
-    login_hint = ("log in by running `gemini` once, or give backend.api_key (with base_url "
-                  "for another endpoint)")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
