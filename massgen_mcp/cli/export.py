@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from massgen_mcp.cli.view import STORE_HELP, open_records, resolve_run
-from massgen_mcp.paths import state_dir, store_from_env
+from massgen_mcp.cli.view import add_run_arguments, open_records, resolve_run
+from massgen_mcp.paths import state_dir
 
 
 def add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,10 +19,7 @@ def add_export_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
                                    "status.json, result.json) under DIR/runs/RUN_ID/, from "
                                    "the Redis store or a state directory; `massgen-mcp view "
                                    "--state-dir DIR` reads it back.")
-    p.add_argument("run_id", metavar="RUN_ID|latest", help="the run")
-    p.add_argument("--store", default=store_from_env(), metavar="URL", help=STORE_HELP)
-    p.add_argument("--state-dir", default=None,
-                   help="the state directory read when --store is not given")
+    add_run_arguments(p)
     p.add_argument("--to", default=None, metavar="DIR",
                    help="the state directory to write to (default: $MASSGEN_MCP_HOME or "
                         "./.massgen)")

@@ -22,13 +22,10 @@ def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                           description="Serve the run viewer on 127.0.0.1 and open it: the "
                                       "task, each agent's answers and votes, the winner, the "
                                       "timeline. A running run updates by itself.")
-    view.add_argument("run_id", nargs="?", default=None, metavar="RUN_ID|latest",
-                      help="the run to open (default: the list of runs)")
+    add_run_arguments(view, optional=True, run_help="the run to open (default: the list of "
+                                                     "runs)")
     view.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     view.add_argument("--no-open", action="store_true", help="do not open a browser")
-    view.add_argument("--state-dir", default=None, help="where the runs are (default: "
-                                                        "$MASSGEN_MCP_HOME or ./.massgen)")
-    view.add_argument("--store", default=store_from_env(), metavar="URL", help=STORE_HELP)
     view.add_argument("--no-token", action="store_true",
                       help="serve without a token (by default the page asks for the state "
                            "directory's http-token, as the HTTP server does; the browser "
@@ -36,11 +33,21 @@ def add_view_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     report = sub.add_parser("report", help="write one run as a self-contained HTML file",
                             description="Write a run as one HTML file with no scripts and no "
                                         "network fetches, to share or attach to a pull request.")
-    report.add_argument("run_id", metavar="RUN_ID|latest", help="the run")
+    add_run_arguments(report)
     report.add_argument("-o", "--output", default=None,
                         help="the file to write (default: RUN_ID.html; '-' for stdout)")
-    report.add_argument("--state-dir", default=None, help="where the runs are")
-    report.add_argument("--store", default=store_from_env(), metavar="URL", help=STORE_HELP)
+
+
+def add_run_arguments(p: argparse.ArgumentParser, *, optional: bool = False,
+                      run_help: str = "the run") -> None:
+    """A run (`RUN_ID|latest`: `resolve_run`) and where its record is (`--state-dir`,
+    `--store`: `open_records`), for the commands that read one run's record."""
+    p.add_argument("run_id", nargs="?" if optional else None, default=None,
+                   metavar="RUN_ID|latest", help=run_help)
+    p.add_argument("--state-dir", default=None, help="where the runs are when --store is not "
+                                                     "given (default: $MASSGEN_MCP_HOME or "
+                                                     "./.massgen)")
+    p.add_argument("--store", default=store_from_env(), metavar="URL", help=STORE_HELP)
 
 
 def open_records(args: argparse.Namespace) -> RunRecords:
