@@ -155,7 +155,6 @@ def compact(result: RunResult, detail: Detail = "summary",
     answer = result.final_answer
     shown = answer if answer is None or len(answer) <= FINAL_ANSWER_CHARS \
         else _clip(answer, FINAL_ANSWER_CHARS) + f" (the whole answer: {uri}/answer)"
-    t = result.totals
     ws = result.workspace
     out = CompactRun(
         run_id=result.run_id, status=result.status, task=_clip(result.task, 300),
@@ -168,11 +167,8 @@ def compact(result: RunResult, detail: Detail = "summary",
         votes=[CompactVote(voter=v.voter, voted_for=v.voted_for,
                            reason=_clip(v.reason, REASON_CHARS)) for v in result.votes],
         agents=[_agent_line(a) for a in result.agents],
-        totals=CompactTotals(input_tokens=t.input_tokens, output_tokens=t.output_tokens,
-                             total_tokens=t.total_tokens, provider_calls=t.provider_calls,
-                             cost_usd=t.cost_usd, answers=t.answers, votes=t.votes,
-                             restarts=t.restarts,
-                             early_stop_cancelled_turns=t.early_stop_cancelled_turns),
+        totals=CompactTotals.model_validate(
+            result.totals.model_dump(include=set(CompactTotals.model_fields))),
         elapsed_seconds=result.elapsed_seconds, started_at=result.started_at,
         team=result.team, error=result.error, notes=[_clip(n, 500) for n in result.notes],
         workspace={"agent_id": ws.agent_id, "path": ws.path,
