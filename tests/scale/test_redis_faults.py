@@ -158,6 +158,34 @@ async def test_a_run_whose_event_loop_stopped_polling_loses_its_lease(
     quiet_writer.finish(RunResult(run_id=quiet, status="completed", task="Quiet?", team="t"))
 
 
+async def test_a_run_that_lost_its_lease_writes_nothing_more(redis_url: str,
+                                                             tmp_path: Path) -> None:
+    """A wedged loop's run reads `interrupted` (its final record, written by a reader); when
+    the loop polls again, the lease thread finds the lease gone to that final record, and the
+    record writes nothing more: no event after the final one, no `running` status."""
+    store = open_store(redis_url, tmp_path, lease_ttl=1.0)
+    run_id = "run_20261201T000000Z_0c0c0c"
+    running = RunResult(run_id=run_id, status="running", task="Wedged?", team="t")
+    record = store.open(run_id, Redactor(), {"task": "Wedged?"})
+    record.status(running)
+    assert not record.cancel_requested()  # one poll, then none: the loop "hangs"
+    with anyio.fail_after(WAIT):
+        while store.load(run_id).status == "running":
+            await anyio.sleep(0.05)
+    events = store.events(run_id)
+    assert events[-1]["kind"] == RUN_FINISHED
+    with anyio.fail_after(WAIT):  # the loop polls again: alive, but the lease is gone
+        while not record.lease_lost:
+            record.cancel_requested()
+            await anyio.sleep(0.05)
+    record.event("answer", {"agent": "a", "label": "agent1.1"})
+    record.status(running)
+    record.finish(running.model_copy(update={"status": "completed"}))
+    assert store.events(run_id) == events
+    status = json.loads(getattr(store, "client").get(f"massgen:run:{run_id}:status"))  # noqa: B009
+    assert status["status"] == store.load(run_id).status == "interrupted"
+
+
 async def test_with_redis_down_tools_fail_clearly_and_the_server_stays_up(
         provider: ScriptedProvider, redis_server: RedisServer, tmp_path: Path) -> None:
     provider.script("down-a", answer_then_vote("Use SQS"))

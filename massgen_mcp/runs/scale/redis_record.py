@@ -79,6 +79,8 @@ class RedisRecord:
         self._closed = False
         self.cancel_flag = False  # kept current by the lease thread
         self.beat: float | None = None  # when the executing loop last polled cancel_requested
+        #: Another process holds the run, or finalized it (`interrupted`, after this process
+        #: stopped renewing): this record writes nothing more (`lose_lease`).
         self.lease_lost = False
         self._lock = threading.Lock()
         self._backlog: list[dict[str, Any]] = []  # stream entries Redis has not taken yet
@@ -116,6 +118,8 @@ class RedisRecord:
             return line
         entry = {"seq": line["seq"], "event": self.redact.json(line)}
         with self._lock:
+            if self.lease_lost:
+                return line
             if not self.behind:
                 try:
                     self.store.client.xadd(key(self.run_id, "events"), entry)
@@ -138,6 +142,8 @@ class RedisRecord:
             return
         text = self.redact.json(result.model_dump(mode="json"))
         with self._lock:
+            if self.lease_lost:
+                return
             if not self.behind:
                 try:
                     self.store.client.set(key(self.run_id, "status"), text)
@@ -150,6 +156,8 @@ class RedisRecord:
         if self._closed:
             return
         self._closed = True
+        if self.lease_lost:
+            return
         final = self._final
         if final is None or final["seq"] != self._seq:
             self._seq += 1
@@ -192,6 +200,17 @@ class RedisRecord:
             except redis.RedisError as e:
                 self._away("record", e)
                 return False
+
+    def lose_lease(self) -> None:
+        """The lease thread found the run's lease held by another process, or the run
+        finalized: what this process still has of the run is not written."""
+        with self._lock:
+            self.lease_lost = True
+            self._backlog.clear()
+            self._status = self._ending = None
+        log.warning("run %s: this process lost its lease in %s (the run was finalized, or "
+                    "another process holds it); what it still writes is dropped", self.run_id,
+                    self.store.shown)
 
     def cancel_requested(self) -> bool:
         """Has any process asked this run to stop? (Polled by the lease thread, ≤ 0.5 s old.)
@@ -250,6 +269,17 @@ class _Leases:
             if self.held.get(record.run_id) is record:
                 del self.held[record.run_id]
 
+    def _lost(self, record: RedisRecord) -> None:
+        """Its renewal found the lease another's or the run finalized. Not lost: a record
+        released meanwhile (handed to the queue: the lease is the queue's), or one whose
+        final record is written (finalizing dropped the lease)."""
+        with self.lock:
+            if self.held.get(record.run_id) is not record:
+                return
+            del self.held[record.run_id]
+        if not (record.closed and not record.behind):
+            record.lose_lease()
+
     def _loop(self) -> None:
         import redis
 
@@ -278,7 +308,9 @@ class _Leases:
                 log.warning("Redis at %s answers again", self.store.shown)
                 self.down = False
             for i, r in enumerate(records):
-                r.lease_lost = not replies[2 * i]
+                if not replies[2 * i]:
+                    self._lost(r)
+                    continue
                 r.cancel_flag = r.cancel_flag or bool(replies[2 * i + 1])
                 if r.behind and r.catch_up():  # Redis is back: the record catches up
                     self.release(r)
