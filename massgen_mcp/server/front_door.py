@@ -25,6 +25,7 @@ import json
 import secrets
 from collections import Counter, OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -47,25 +48,23 @@ _NOSNIFF = (b"x-content-type-options", b"nosniff")
 Send = Callable[[dict[str, Any]], Any]
 
 
+@dataclass(eq=False)
 class FrontDoor:
     """Host/Origin, authentication and the per-user session cap (see the module text)."""
 
-    def __init__(self, app: Any, *, names: frozenset[str], users: Users,
-                 viewer_base: str = "/runs", sessions_per_user: int = SESSIONS_PER_USER,
-                 live_sessions: Callable[[], set[str]] | None = None,
-                 sse_path: str | None = None) -> None:
-        self.app = app
-        self.names = names
-        self.users = users
-        self.base = viewer_base
-        self.sessions_per_user = sessions_per_user
-        #: The MCP session ids still open (the SDK forgets idle and closed ones).
-        self.live_sessions = live_sessions
-        self.viewer_sessions: OrderedDict[str, Principal] = OrderedDict()
-        self.mcp_sessions: dict[str, str] = {}  # MCP session id -> its user's name
-        #: The SSE transport's stream endpoint, and the streams each user holds open.
-        self.sse_path = sse_path
-        self.sse_streams: Counter[str] = Counter()
+    app: Any
+    names: frozenset[str] = field(kw_only=True)
+    users: Users = field(kw_only=True)
+    base: str = field(default="/runs", kw_only=True)  # where the viewer is mounted
+    sessions_per_user: int = field(default=SESSIONS_PER_USER, kw_only=True)
+    #: The MCP session ids still open (the SDK forgets idle and closed ones).
+    live_sessions: Callable[[], set[str]] | None = field(default=None, kw_only=True)
+    #: The SSE transport's stream endpoint, and the streams each user holds open.
+    sse_path: str | None = field(default=None, kw_only=True)
+    sse_streams: Counter[str] = field(default_factory=Counter, init=False)
+    viewer_sessions: OrderedDict[str, Principal] = field(default_factory=OrderedDict,
+                                                         init=False)
+    mcp_sessions: dict[str, str] = field(default_factory=dict, init=False)  # id -> user
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -258,5 +257,5 @@ def front_door_app(routes: list[BaseRoute], *, names: frozenset[str], users: Use
             def lifespan(_app: Any) -> Any:
                 return lifespan_context(mcp_app)
     return Starlette(routes=mounted, lifespan=lifespan, middleware=[Middleware(
-        FrontDoor, names=names, users=users, viewer_base=viewer_base,
+        FrontDoor, names=names, users=users, base=viewer_base,
         sessions_per_user=sessions_per_user, live_sessions=live_sessions, sse_path=sse_path)])
