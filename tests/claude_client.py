@@ -120,6 +120,55 @@ def claude_settings_home(home: Path, cwd: Path) -> None:
                                 "hasCompletedProjectOnboarding": True}}}))
 
 
+def _in_terminal(argv: list[str], env: dict[str, str], cwd: Path, timeout: float, sent: Path,
+                 prompt: bytes, answer: Callable[[str], bytes | None],
+                 done: Callable[[], bool]) -> bytes:
+    """Run `argv` (Claude Code) in a pseudo-terminal in `cwd`: type `prompt` once the input
+    box is drawn and the server has been asked for its tools (`sent`), then type whatever
+    `answer` gives for the screen drawn since (escape sequences and white space left out:
+    the terminal redraws only what changed); stop when `done()` or at `timeout`, killing
+    it. Returns everything it drew."""
+    import pty
+    import re
+    import select
+    import signal
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: becomes Claude Code
+        os.chdir(cwd)
+        os.execve(argv[0], argv, env)
+    screen, after = b"", 0
+    typed = False
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.2)  # waits on the terminal's output
+            if ready:
+                try:
+                    screen += os.read(fd, 65536)
+                except OSError:
+                    break
+            if not typed and "❯".encode() in screen and sent.exists() \
+                    and "tools/list" in sent.read_text():
+                os.write(fd, prompt)
+                typed, after = True, len(screen)
+            if typed:
+                shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\s+", "",
+                               screen[after:].decode(errors="replace"))
+                keys = answer(shown)
+                if keys is not None:
+                    os.write(fd, keys)
+                    after = len(screen)
+            if done():
+                break
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return screen
+
+
 def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str,
                            arguments: dict[str, Any], server_args: list[str],
                            until: str, env: dict[str, str] | None = None,
@@ -128,10 +177,6 @@ def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str
     are on by default; `-p` runs as `sdk-cli`, where they are off). The prompt is typed
     once the tools are listed and the input box is drawn; it stops once a request to its
     model contains `until`."""
-    import pty
-    import select
-    import signal
-    import time
 
     sent, config = _one_call(provider, tmp_path, tool, arguments, server_args)
     home = tmp_path / "home"
@@ -146,31 +191,10 @@ def run_claude_interactive(provider: ScriptedProvider, tmp_path: Path, tool: str
            "CLAUDE_CODE_MAX_RETRIES": "0", **extra}
     argv = [str(_claude()), "--bare", "--model", DRIVER, "--mcp-config", str(config),
             "--strict-mcp-config", "--allowedTools", "mcp__massgen__*"]
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: becomes Claude Code
-        os.chdir(tmp_path)
-        os.execve(argv[0], argv, env)
-    screen = b""
-    typed = False
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.2)  # waits on the terminal's output
-            if ready:
-                try:
-                    screen += os.read(fd, 65536)
-                except OSError:
-                    break
-            if not typed and "❯".encode() in screen and sent.exists() \
-                    and "tools/list" in sent.read_text():
-                os.write(fd, b"Ask the team which queue to use.\r")
-                typed = True
-            if any(until in json.dumps(r.raw) for r in provider.requests_for(DRIVER)):
-                break
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(fd)
+    prompt = b"Ask the team which queue to use.\r"
+    screen = _in_terminal(argv, env, tmp_path, timeout, sent, prompt, lambda shown: None,
+                          lambda: any(until in json.dumps(r.raw)
+                                      for r in provider.requests_for(DRIVER)))
     messages = [json.loads(line) for line in sent.read_text().splitlines()] \
         if sent.exists() else []
     proc = subprocess.CompletedProcess(argv, 0, screen.decode(errors="replace")[-4000:], "")
@@ -314,48 +338,24 @@ def run_claude_interactive_calls(provider: ScriptedProvider, cwd: Path, home: Pa
     is typed once the tools are listed; then, for each `(text, keystrokes)` of `keys` in
     order, the keystrokes are typed once `text` is on the screen (escape sequences left
     out). Stops once a request to its model contains `until`."""
-    import pty
     import re
-    import select
-    import signal
-    import time
 
     sent, config, run_env = _calls_in_turn(provider, cwd, home, calls, server_args,
                                            {"TERM": "xterm", **(env or {})})
     claude_settings_home(home, cwd)
     argv = [str(_claude()), "--bare", "--model", DRIVER, "--mcp-config", str(config),
             "--strict-mcp-config", "--allowedTools", "mcp__massgen__*"]
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: becomes Claude Code
-        os.chdir(cwd)
-        os.execve(argv[0], argv, run_env)
-    screen, after = b"", 0
-    typed = False
     pending = list(keys)
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.2)  # waits on the terminal's output
-            if ready:
-                try:
-                    screen += os.read(fd, 65536)
-                except OSError:
-                    break
-            if not typed and "❯".encode() in screen and sent.exists() \
-                    and "tools/list" in sent.read_text():
-                os.write(fd, b"Ask the reviewers for a plan.\r")
-                typed, after = True, len(screen)
-            if typed and pending:
-                shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\s+", "",
-                               screen[after:].decode(errors="replace"))
-                if re.sub(r"\s+", "", pending[0][0]) in shown:
-                    os.write(fd, pending.pop(0)[1])
-                    after = len(screen)
-            if any(until in json.dumps(r.raw) for r in provider.requests_for(DRIVER)):
-                break
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(fd)
+
+    def answer(shown: str) -> bytes | None:
+        """The keystrokes for the next expected text, once it is on the screen."""
+        if pending and re.sub(r"\s+", "", pending[0][0]) in shown:
+            return pending.pop(0)[1]
+        return None
+
+    screen = _in_terminal(argv, run_env, cwd, timeout, sent,
+                          b"Ask the reviewers for a plan.\r", answer,
+                          lambda: any(until in json.dumps(r.raw)
+                                      for r in provider.requests_for(DRIVER)))
     proc = subprocess.CompletedProcess(argv, 0, screen.decode(errors="replace"), "")
     return ClaudeRun(proc, _sent_messages(sent), provider.requests_for(DRIVER))
