@@ -28,6 +28,7 @@ from massgen_mcp.coordination.result import RunResult
 from massgen_mcp.errors import MassgenError
 from massgen_mcp.redaction import Redactor
 from massgen_mcp.runs.engine import Engine
+from massgen_mcp.runs.scale.redis_record import RedisRecord
 from massgen_mcp.runs.store import RUN_FINISHED
 from massgen_mcp.runs.store_open import open_store
 
@@ -39,6 +40,7 @@ from pathlib import Path
 from massgen_mcp.config.env import Environment
 from massgen_mcp.config.load import team_from_data
 from massgen_mcp.runs.engine import Engine
+from massgen_mcp.runs.scale.redis_record import RedisRecord
 from massgen_mcp.runs.store_open import open_store
 
 data, url, state = json.loads(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
@@ -167,6 +169,7 @@ async def test_a_run_that_lost_its_lease_writes_nothing_more(redis_url: str,
     run_id = "run_20261201T000000Z_0c0c0c"
     running = RunResult(run_id=run_id, status="running", task="Wedged?", team="t")
     record = store.open(run_id, Redactor(), {"task": "Wedged?"})
+    assert isinstance(record, RedisRecord)
     record.status(running)
     assert not record.cancel_requested()  # one poll, then none: the loop "hangs"
     with anyio.fail_after(WAIT):
