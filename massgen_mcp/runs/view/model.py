@@ -9,6 +9,7 @@ answer). A run live in another process is read the same way: its record is kept 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,17 +265,21 @@ def _replay(events: list[dict[str, Any]], agents: dict[str, AgentView]) -> list[
     return timeline
 
 
+# The timeline's own wording for the events that the progress line leaves out or words for
+# a log; the rest read as they do in progress notifications.
+_TIMELINE_TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
+    "turn_started": lambda e: (f"{e.get('agent')} started a turn (sees "
+                               f"{', '.join(e.get('sees') or []) or 'no answers yet'})"),
+    "reminder": lambda e: f"{e.get('agent')} was reminded to answer or vote",
+    "vote": lambda e: f"{e.get('agent')} voted for {e.get('voted_for')} ({e.get('label')})",
+    "answer": lambda e: f"{e.get('agent')} submitted {e.get('label')}",
+}
+
+
 def _describe(e: dict[str, Any]) -> str:
-    kind = e.get("kind")
-    if kind == "turn_started":
-        sees = ", ".join(e.get("sees") or []) or "no answers yet"
-        return f"{e.get('agent')} started a turn (sees {sees})"
-    if kind == "reminder":
-        return f"{e.get('agent')} was reminded to answer or vote"
-    if kind == "vote":
-        return f"{e.get('agent')} voted for {e.get('voted_for')} ({e.get('label')})"
-    if kind == "answer":
-        return f"{e.get('agent')} submitted {e.get('label')}"
+    text = _TIMELINE_TEXT.get(str(e.get("kind")))
+    if text is not None:
+        return text(e)
     return describe_event({k: v for k, v in e.items() if k not in ("text", "data")})
 
 
