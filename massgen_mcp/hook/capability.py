@@ -244,6 +244,9 @@ def _ssh_commands(args: list[str]) -> list[str]:
 def vi_commands(cmd: SimpleCommand) -> list[str]:
     """Shell commands an editor run as a script executes (`-c '!cmd'`, `:!cmd` on stdin)."""
     scripts = _option_values(cmd.args, ("-c", "--cmd"))
+    # `ex -sc '!cmd'`: a cluster of flags that ends with -c takes the script all the same
+    scripts += [cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1])
+                if re.fullmatch(r"-[a-zA-Z]+c", a)]
     scripts += [a[1:] for a in cmd.args if a.startswith("+") and len(a) > 1]
     scripts += (cmd.stdin_code or "").splitlines()
     out: list[str] = []
@@ -290,6 +293,10 @@ def opaque(cmd: SimpleCommand) -> list[str]:
     elif program == "launchctl" and args[:1] and args[0] in ("load", "bootstrap", "submit",
                                                              "enable", "kickstart"):
         out.append(f"launchctl {args[0]} schedules a job, outside this hook")
+    elif program.removesuffix(".exe").lower() == "schtasks" and any(
+            a.lower() in ("/create", "-create", "/change", "-change", "/run", "-run")
+            for a in args):
+        out.append("schtasks registers or starts a scheduled task, outside this hook")
     if program == "make" and (any(a in ("-", "/dev/stdin") for a in _option_values(
             args, ("-f", "--file", "--makefile"))) or _option_values(args, ("--eval", "-E"))):
         out.append("make runs a makefile from stdin or --eval, which the hook cannot see")

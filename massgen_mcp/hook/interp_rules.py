@@ -39,7 +39,7 @@ _CODE_FLAGS: dict[str, tuple[str, ...]] = {
     "bun": ("-e", "--eval"),
     "deno": ("eval",), "lua": ("-e",), "Rscript": ("-e",), "julia": ("-e",),
     "osascript": ("-e",), "pwsh": ("-c", "-Command"), "powershell": ("-c", "-Command"),
-    "awk": (), "gawk": (), "mawk": (),
+    "awk": (), "gawk": (), "mawk": (), "jshell": (),
 }
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
 _STRING = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
@@ -49,7 +49,8 @@ _RUNS_SHELL = re.compile(
     r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
     r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
     r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run|os\.execute"
-    r"|io\.popen|do shell script)\b|`|%x[{(\[<|!]|qx[{(]")
+    r"|io\.popen|do shell script|system2|ProcessBuilder|Runtime\.getRuntime)\b|`|%x[{(\[<|!]"
+    r"|qx[{(]|\bopen\b[^;]*[\"'](\|-|-\||\s*\|[^\"']|[^\"']*\|\s*[\"'])")
 _DELETES = re.compile(
     r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"
     r"|unlink\w*|rmdir\w*|rmtree|rm\w*|rename\w*|move\w*|delete\w*|truncate\w*|emptyDir\w*)"
