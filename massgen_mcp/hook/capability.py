@@ -12,8 +12,8 @@ around them. So, for every simple command:
   a pipe into a program with no file to read), is treated as running code the hook cannot
   see (`opaque`), and so is a package runner fetching a package (`npx pkg@latest`) or a
   makefile read from stdin;
-- scheduling (`at`, `batch`, `systemd-run`, `launchctl load`) is gated: the command runs
-  later, outside any hook.
+- scheduling (`at`, `batch`, `systemd-run`, `launchctl load`, `schtasks`; see
+  `schedule_rules.py`) is gated: the command runs later, outside any hook.
 
 - after a `cd` the hook cannot follow, a relative path is unknown for reads as for writes
   (`unknown_dir_use`); a recursive reader over a directory holding home secrets reads them
@@ -30,6 +30,7 @@ from shlex import join, quote
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.programs import KNOWN
+from massgen_mcp.hook.schedule_rules import schedules
 from massgen_mcp.hook.sources import hidden_sources
 
 #: Programs that run the command they are given after their own options; value = options
@@ -57,8 +58,9 @@ _WRAPPERS: dict[str, frozenset[str]] = {
 }
 #: `tool sub CMD...`: the subcommand runs the rest as a command (in the project's env).
 _SUB_WRAPPERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run",
-                 "bundle": "exec", "conda": "run", "mamba": "run", "micromamba": "run",
-                 "pixi": "run", "rye": "run", "devbox": "run", "nix": "develop"}
+                 "bundle": "exec", "yarn": "exec", "pnpm": "exec", "conda": "run",
+                 "mamba": "run", "micromamba": "run", "pixi": "run", "rye": "run",
+                 "devbox": "run", "nix": "develop"}
 _PACKAGE_RUNNERS = {"npx": "", "bunx": "", "uvx": "", "pnpx": "", "npm": "exec",
                     "pnpm": "dlx", "yarn": "dlx", "pipx": "run", "bun": "x"}
 #: Tools a package runner may run without fetching anything new (they ship with the
@@ -86,7 +88,6 @@ _CMAKE_TOOLS = {"rm": "rm", "remove": "rm -f", "remove_directory": "rm -rf", "co
                 "create_symlink": "ln -s", "touch": "touch", "tar": "tar",
                 "make_directory": "mkdir -p", "true": "true", "false": "false",
                 "echo": "echo", "cat": "cat", "sha256sum": "sha256sum", "md5sum": "md5sum"}
-_SCHEDULERS = frozenset({"at", "batch"})
 _WATCH_VALUES = frozenset({"-n", "--interval", "-q", "--equexit"})
 
 
@@ -187,6 +188,8 @@ def embedded(cmd: SimpleCommand) -> list[str]:
         lines += _option_values(args, ("-e", "-c", "--exec", "--sh-exec"))
     elif program == "ip" and "exec" in args:  # `ip netns exec NAME cmd`
         lines += [t for t in [_scan(args[args.index("exec") + 2:])] if t]
+    elif program in ("rg", "ripgrep"):
+        lines += _option_values(args, ("--pre",))  # run on every file searched
     elif program in ("nix-shell",):
         lines += _option_values(args, ("--run", "--command"))
     elif program not in KNOWN:
@@ -285,18 +288,9 @@ def vi_writes(cmd: SimpleCommand) -> list[str]:
 def opaque(cmd: SimpleCommand) -> list[str]:
     """Why `cmd` runs code the hook cannot see (empty: it does not, as far as it knows)."""
     program, args = cmd.program, cmd.args
-    out: list[str] = []
-    if program in _SCHEDULERS and not any(a in ("-l", "-c", "-r", "-d") for a in args):
-        out.append(f"{program} schedules a command to run later, outside this hook")
-    elif program == "systemd-run":
-        out.append("systemd-run starts a command as a service, outside this hook")
-    elif program == "launchctl" and args[:1] and args[0] in ("load", "bootstrap", "submit",
-                                                             "enable", "kickstart"):
-        out.append(f"launchctl {args[0]} schedules a job, outside this hook")
-    elif program.removesuffix(".exe").lower() == "schtasks" and any(
-            a.lower() in ("/create", "-create", "/change", "-change", "/run", "-run")
-            for a in args):
-        out.append("schtasks registers or starts a scheduled task, outside this hook")
+    out: list[str] = schedules(cmd)
+    if program in _VI and any(v in ("-", "/dev/stdin") for v in _option_values(args, ("-l",))):
+        out.append(f"{program} -l runs a Lua program from stdin, which the hook cannot read")
     if program == "make" and (any(a in ("-", "/dev/stdin") for a in _option_values(
             args, ("-f", "--file", "--makefile"))) or _option_values(args, ("--eval", "-E"))):
         out.append("make runs a makefile from stdin or --eval, which the hook cannot see")
@@ -318,7 +312,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
     if (program not in KNOWN or _interpreter(program)) and any(
             w.subs and w.subs[0][0] == "in" for w in cmd.words[1:2]):
         out.append(f"{program} runs a process substitution the hook cannot see")
-    if program not in KNOWN and not _interpreter(program):
+    if program not in KNOWN and program not in _READS_ITS_CODE and not _interpreter(program):
         code = [a for i, a in enumerate(args) if re.split("[=:]", a, maxsplit=1)[0] in _CODE_OPTIONS
                 and not _plain_value(a.split("=", 1)[1] if "=" in a else (
                     args[i + 1] if i + 1 < len(args) else ""))]

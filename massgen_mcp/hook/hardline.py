@@ -382,7 +382,7 @@ def _uninstalls_us(cmd: SimpleCommand) -> bool:
     """`pip uninstall massgen-mcp`, `uv tool uninstall massgen_mcp`, `pipx uninstall ...`."""
     ours = [a for a in cmd.args if re.split(r"[=<>~!@\[ ]", a.lower().replace("_", "-"))[0]
             == "massgen-mcp"]
-    return bool(ours) and ("uninstall" in cmd.args or "remove" in cmd.args or (
+    return bool(ours) and (any(a in ("uninstall", "remove", "inject") for a in cmd.args) or (
         "install" in cmd.args and (any(a != "massgen-mcp" for a in ours) or any(
             a in ("--force-reinstall", "-I", "--ignore-installed", "--upgrade", "-U")
             for a in cmd.args))))
