@@ -379,7 +379,10 @@ def _reads_only(cmd: SimpleCommand) -> bool:
 
 
 def _uninstalls_us(cmd: SimpleCommand) -> bool:
-    """`pip uninstall massgen-mcp`, `uv tool uninstall massgen_mcp`, `pipx uninstall ...`."""
+    """`pip uninstall massgen-mcp`, `uv tool uninstall massgen_mcp`, `pipx uninstall-all`."""
+    if cmd.program in ("pipx", "uv") and ("uninstall-all" in cmd.args or (
+            "uninstall" in cmd.args and "--all" in cmd.args)):
+        return True
     ours = [a for a in cmd.args if re.split(r"[=<>~!@\[ ]", a.lower().replace("_", "-"))[0]
             == "massgen-mcp"]
     return bool(ours) and (any(a in ("uninstall", "remove", "inject") for a in cmd.args) or (

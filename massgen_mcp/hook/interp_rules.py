@@ -49,7 +49,7 @@ _RUNS_SHELL = re.compile(
     r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
     r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
     r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run|os\.execute"
-    r"|io\.popen|do shell script|system2|pcntl_exec|ProcessBuilder|Runtime\.getRuntime)\b|`"
+    r"|io\.popen|do shell script|system2|pipe|pcntl_exec|ProcessBuilder|Runtime\.getRuntime)\b|`"
     r"|%x[{(\[<|!]|qx[{(]|\bopen\b[^;]*[\"'](\|-|-\||\s*\|[^\"']|[^\"']*\|\s*[\"'])")
 _DELETES = re.compile(
     r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"

@@ -12,7 +12,7 @@ from massgen_mcp.hook.command import SimpleCommand
 
 _AT = frozenset({"at", "batch"})
 _AT_INERT = frozenset({"-l", "-c", "-r", "-d"})  # list, print, remove: nothing is queued
-_LAUNCHCTL_RUNS = frozenset({"load", "bootstrap", "submit", "enable", "kickstart"})
+_LAUNCHCTL_RUNS = frozenset({"load", "bootstrap", "submit", "enable", "kickstart", "asuser"})
 _SCHTASKS_RUNS = frozenset({"/create", "-create", "/change", "-change", "/run", "-run"})
 
 
