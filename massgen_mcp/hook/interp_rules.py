@@ -98,6 +98,14 @@ def inline_code(cmd: SimpleCommand) -> str | None:
         return encoded
     for i, arg in enumerate(cmd.args):
         if arg in flags:
+            rest = cmd.args[i + 1:]
+            if family == "deno":  # `deno eval --unstable 'code'`: options come first
+                rest = [a for a in rest if not a.startswith("-")]
+            return rest[0] if rest else ""
+        if arg.startswith("--") and arg.split("=", 1)[0] in flags and "=" in arg:
+            return arg.split("=", 1)[1]  # `node --eval=code`
+        # python -Ic / -uc 'code': a cluster of flags that ends with -c
+        if family == "python" and re.fullmatch(r"-[a-zA-Z]+c", arg):
             return cmd.args[i + 1] if i + 1 < len(cmd.args) else ""
         # perl -pe / -lane '...': the cluster ends with the code flag
         if family in ("perl", "ruby") and re.fullmatch(r"-[a-zA-Z]*[eE]", arg):
