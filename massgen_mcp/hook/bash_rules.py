@@ -80,8 +80,8 @@ _REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
      re.compile(r"\b((ba|z|k|da)?sh|source|\.)\s+<\(\s*(curl|wget)\b|\b(eval|(ba|z|k|da)?sh"
                 r"\s+-c|python[0-9.]*\s+-c)\s+[\"']?(\$\(|`)\s*(curl|wget)\b", re.I),
      "runs a download through process or command substitution"),
-    ("access_control", "hooks-path", re.compile(r"core\.hooksPath", re.I),
-     "points git's hooks path elsewhere, switching hooks off"),
+    ("access_control", "hooks-path", re.compile(r"core\.hooksPath|init\.templateDir", re.I),
+     "points git's hooks (or the template new clones copy them from) elsewhere"),
     ("external_comms", "messaging-api",
      re.compile(r"(hooks\.slack\.com|slack\.com/api/chat\.|discord(app)?\.com/api/webhooks"
                 r"|api\.twilio\.com|api\.sendgrid\.com|api\.mailgun\.net|api\.postmarkapp\.com"

@@ -12,8 +12,8 @@ around them. So, for every simple command:
   a pipe into a program with no file to read), is treated as running code the hook cannot
   see (`opaque`), and so is a package runner fetching a package (`npx pkg@latest`) or a
   makefile read from stdin;
-- scheduling (`at`, `batch`, `systemd-run`, `launchctl load`) is gated: the command runs
-  later, outside any hook.
+- scheduling (`at`, `batch`, `systemd-run`, `launchctl load`, `schtasks`; see
+  `schedule_rules.py`) is gated: the command runs later, outside any hook.
 
 - after a `cd` the hook cannot follow, a relative path is unknown for reads as for writes
   (`unknown_dir_use`); a recursive reader over a directory holding home secrets reads them
@@ -29,7 +29,10 @@ import re
 from shlex import join, quote
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
+from massgen_mcp.hook.editor_rules import VI, vi_commands
+from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.programs import KNOWN
+from massgen_mcp.hook.schedule_rules import schedules
 from massgen_mcp.hook.sources import hidden_sources
 
 #: Programs that run the command they are given after their own options; value = options
@@ -57,8 +60,9 @@ _WRAPPERS: dict[str, frozenset[str]] = {
 }
 #: `tool sub CMD...`: the subcommand runs the rest as a command (in the project's env).
 _SUB_WRAPPERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run",
-                 "bundle": "exec", "conda": "run", "mamba": "run", "micromamba": "run",
-                 "pixi": "run", "rye": "run", "devbox": "run", "nix": "develop"}
+                 "bundle": "exec", "yarn": "exec", "pnpm": "exec", "conda": "run",
+                 "mamba": "run", "micromamba": "run", "pixi": "run", "rye": "run",
+                 "devbox": "run", "nix": "develop"}
 _PACKAGE_RUNNERS = {"npx": "", "bunx": "", "uvx": "", "pnpx": "", "npm": "exec",
                     "pnpm": "dlx", "yarn": "dlx", "pipx": "run", "bun": "x"}
 #: Tools a package runner may run without fetching anything new (they ship with the
@@ -80,13 +84,11 @@ _SSH = frozenset({"ssh", "scp", "sftp", "autossh", "mosh", "sshfs"})
 _SSH_RUNS = ("proxycommand", "localcommand", "knownhostscommand")
 _TAR_RUNS = ("--to-command", "--use-compress-program", "--info-script", "--new-volume-script",
              "--rsh-command")
-_VI = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "evim", "rvim"})
 _CMAKE_TOOLS = {"rm": "rm", "remove": "rm -f", "remove_directory": "rm -rf", "copy": "cp",
                 "copy_directory": "cp -r", "copy_if_different": "cp", "rename": "mv",
                 "create_symlink": "ln -s", "touch": "touch", "tar": "tar",
                 "make_directory": "mkdir -p", "true": "true", "false": "false",
                 "echo": "echo", "cat": "cat", "sha256sum": "sha256sum", "md5sum": "md5sum"}
-_SCHEDULERS = frozenset({"at", "batch"})
 _WATCH_VALUES = frozenset({"-n", "--interval", "-q", "--equexit"})
 
 
@@ -116,20 +118,6 @@ def _scan(args: list[str]) -> str | None:
     return None
 
 
-def _option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
-    """Values of long options `--x=v` / `--x v` and short ones `-I v` / `-Iv` in `names`."""
-    out: list[str] = []
-    for i, arg in enumerate(args):
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                out.append(args[i + 1])
-            elif name.startswith("--") and arg.startswith(name + "="):
-                out.append(arg[len(name) + 1:])
-            elif not name.startswith("--") and arg.startswith(name) and len(arg) > len(name):
-                out.append(arg[len(name):])
-    return out
-
-
 def embedded(cmd: SimpleCommand) -> list[str]:
     """The command lines `cmd` runs (analysed by the caller like the line itself)."""
     program, args = cmd.program, cmd.args
@@ -155,17 +143,19 @@ def embedded(cmd: SimpleCommand) -> list[str]:
             lines.append(f"cd {quote(tool[1])} && " + join(tool[2:]))
     elif program in _SSH:
         lines += _ssh_commands(args)
+        if program in ("scp", "sftp"):
+            lines += option_values(args, ("-S",))  # the program used in place of ssh
     elif program == "rsync":
-        lines += _option_values(args, ("-e", "--rsh"))
+        lines += option_values(args, ("-e", "--rsh"))
     elif program in ("tar", "bsdtar"):
-        lines += _option_values(args, (*_TAR_RUNS, "-I", "-F"))
+        lines += option_values(args, (*_TAR_RUNS, "-I", "-F"))
         lines += [a.split("exec=", 1)[1] for a in args
                   if a.startswith("--checkpoint-action=") and "exec=" in a]
     elif program == "zip":
-        lines += _option_values(args, ("-TT", "--unzip-command"))
+        lines += option_values(args, ("-TT", "--unzip-command"))
     elif program in ("less", "more", "most"):  # `less +'!cmd'`: an initial command
         lines += [a.split("!", 1)[1] for a in args if a.startswith("+") and "!" in a]
-    elif program in _VI or program == "ed":
+    elif program in VI or program == "ed":
         lines += vi_commands(cmd)
     elif program == "git":
         lines += [a[5:].replace("% ", " ").replace("%%", "%") for a in args
@@ -177,18 +167,20 @@ def embedded(cmd: SimpleCommand) -> list[str]:
                 after = [a for a in args[at:] if a != "--recursive"]
                 lines.append(after[0] if len(after) == 1 else join(after))
         if "rebase" in args or "difftool" in args:
-            lines += _option_values(args, ("-x", "--extcmd"))
+            lines += option_values(args, ("-x", "--extcmd"))
     elif program == "sg" and len(args) >= 2:
         lines.append(args[-1] if "-c" in args else join(args[1:]))
     elif program == "socat":  # `EXEC:cmd` / `SYSTEM:cmd` addresses run a command
         lines += [m.group(2).split(",", 1)[0] if m.group(1).upper() == "EXEC" else m.group(2)
                   for a in args if (m := re.match(r"(?i)(exec|system):(.*)", a))]
     elif program in ("nc", "ncat", "netcat"):
-        lines += _option_values(args, ("-e", "-c", "--exec", "--sh-exec"))
+        lines += option_values(args, ("-e", "-c", "--exec", "--sh-exec"))
     elif program == "ip" and "exec" in args:  # `ip netns exec NAME cmd`
         lines += [t for t in [_scan(args[args.index("exec") + 2:])] if t]
+    elif program in ("rg", "ripgrep"):
+        lines += option_values(args, ("--pre",))  # run on every file searched
     elif program in ("nix-shell",):
-        lines += _option_values(args, ("--run", "--command"))
+        lines += option_values(args, ("--run", "--command"))
     elif program not in KNOWN:
         scanned = _scan(args)
         if scanned:
@@ -199,7 +191,7 @@ def embedded(cmd: SimpleCommand) -> list[str]:
         lines += [m.group(2) for t in texts for m in re.finditer(
             r"(\\!|^\s*\.(?:shell|system)\b|\bsystem\b)\s*([^;\n]+)", t)]
     if program == "gdb":
-        lines += [v.split(None, 1)[1] for v in _option_values(args, ("-ex", "--eval-command"))
+        lines += [v.split(None, 1)[1] for v in option_values(args, ("-ex", "--eval-command"))
                   if v.startswith(("shell ", "! "))]
     return lines
 
@@ -217,7 +209,7 @@ def _git_pack_commands(args: list[str]) -> list[str]:
     `push -u` is --set-upstream, `fetch -u` --update-head-ok)."""
     sub = next((a for a in args if not a.startswith("-")), "")
     names = ("--upload-pack", "--receive-pack", "--exec") + (("-u",) if sub == "clone" else ())
-    return _option_values(args[args.index(sub):] if sub else args, names)
+    return option_values(args[args.index(sub):] if sub else args, names)
 
 
 _LOOPBACK = re.compile(r"^([\w.-]+@)?(localhost|127\.\d+\.\d+\.\d+|::1|0\.0\.0\.0)$")
@@ -234,64 +226,21 @@ def _ssh_commands(args: list[str]) -> list[str]:
         i += 2 if args[i] in _SSH_VALUES else 1
     if i + 1 < len(args) and _LOOPBACK.match(args[i]):
         out.append(" ".join(args[i + 1:]))
-    for value in _option_values(args, ("-o",)):
+    for value in option_values(args, ("-o",)):
         key, _, rest = value.replace("=", " ", 1).partition(" ")
         if key.lower() in _SSH_RUNS and rest.strip() and rest.strip().lower() != "none":
             out.append(rest.strip())
     return out
 
 
-def vi_commands(cmd: SimpleCommand) -> list[str]:
-    """Shell commands an editor run as a script executes (`-c '!cmd'`, `:!cmd` on stdin)."""
-    scripts = _option_values(cmd.args, ("-c", "--cmd"))
-    scripts += [a[1:] for a in cmd.args if a.startswith("+") and len(a) > 1]
-    scripts += (cmd.stdin_code or "").splitlines()
-    out: list[str] = []
-    for script in scripts:
-        for part in script.split("|") if not script.lstrip(": ").startswith("!") else [script]:
-            text = part.strip().lstrip(":").strip()
-            text = re.sub(r"^(\d+|\$|%|\.)?,?(\d+|\$)?\s*", "", text)
-            if text.startswith("!"):
-                out.append(text[1:])
-            elif re.match(r"(r|read)\s*!", text):
-                out.append(text.split("!", 1)[1])
-            elif m := re.match(r"(call\s+)?system\((['\"])(.*)\2\)", text):
-                out.append(m.group(3))
-    return out
-
-
-def vi_writes(cmd: SimpleCommand) -> list[str]:
-    """Files an editor run non-interactively writes: the files it edits, `w path`."""
-    if cmd.program not in _VI and cmd.program != "ed":
-        return []
-    scripted = (cmd.program in ("ex", "ed") or cmd.stdin_code is not None or any(
-        a in ("-s", "-es", "-Es", "-e", "-E") or a.startswith(("-c", "+", "--cmd"))
-        for a in cmd.args))
-    if not scripted:
-        return []
-    files = [a for i, a in enumerate(cmd.args) if not a.startswith(("-", "+"))
-             and (i == 0 or cmd.args[i - 1] not in ("-c", "--cmd", "-S", "-u", "-i", "-T"))]
-    scripts = _option_values(cmd.args, ("-c", "--cmd")) + (cmd.stdin_code or "").splitlines()
-    for script in scripts:
-        for m in re.finditer(r"(?:^|\|)\s*:?\s*(?:w|write|sav|saveas|wq|x)!?\s+(?!!)(\S+)",
-                             script):
-            files.append(m.group(1))
-    return files
-
-
 def opaque(cmd: SimpleCommand) -> list[str]:
     """Why `cmd` runs code the hook cannot see (empty: it does not, as far as it knows)."""
     program, args = cmd.program, cmd.args
-    out: list[str] = []
-    if program in _SCHEDULERS and not any(a in ("-l", "-c", "-r", "-d") for a in args):
-        out.append(f"{program} schedules a command to run later, outside this hook")
-    elif program == "systemd-run":
-        out.append("systemd-run starts a command as a service, outside this hook")
-    elif program == "launchctl" and args[:1] and args[0] in ("load", "bootstrap", "submit",
-                                                             "enable", "kickstart"):
-        out.append(f"launchctl {args[0]} schedules a job, outside this hook")
-    if program == "make" and (any(a in ("-", "/dev/stdin") for a in _option_values(
-            args, ("-f", "--file", "--makefile"))) or _option_values(args, ("--eval", "-E"))):
+    out: list[str] = schedules(cmd)
+    if program in VI and any(v in ("-", "/dev/stdin") for v in option_values(args, ("-l",))):
+        out.append(f"{program} -l runs a Lua program from stdin, which the hook cannot read")
+    if program == "make" and (any(a in ("-", "/dev/stdin") for a in option_values(
+            args, ("-f", "--file", "--makefile"))) or option_values(args, ("--eval", "-E"))):
         out.append("make runs a makefile from stdin or --eval, which the hook cannot see")
     if program == "git" and any(a.startswith("ext::") for a in args):
         out.append("git's ext:: transport runs a command")
@@ -299,7 +248,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
         out.append("git is given a command to run in place of its own transport program")
     if program in ("socat", "nc", "ncat", "netcat") and (
             any(re.match(r"(?i)(exec|system):", a) for a in args)
-            or _option_values(args, ("-e", "-c", "--exec", "--sh-exec", "--lua-exec"))):
+            or option_values(args, ("-e", "-c", "--exec", "--sh-exec", "--lua-exec"))):
         out.append(f"{program} connects a program to the network (a remote shell)")
     if program in KNOWN and program not in _READS_ITS_CODE and not _interpreter(program) and (
             code := [a for a in args if a.split("=", 1)[0] in _EVAL_OPTIONS]):
@@ -311,10 +260,10 @@ def opaque(cmd: SimpleCommand) -> list[str]:
     if (program not in KNOWN or _interpreter(program)) and any(
             w.subs and w.subs[0][0] == "in" for w in cmd.words[1:2]):
         out.append(f"{program} runs a process substitution the hook cannot see")
-    if program not in KNOWN and not _interpreter(program):
-        code = [a for i, a in enumerate(args) if re.split("[=:]", a, maxsplit=1)[0] in _CODE_OPTIONS
-                and not _plain_value(a.split("=", 1)[1] if "=" in a else (
-                    args[i + 1] if i + 1 < len(args) else ""))]
+    if program not in KNOWN and program not in _READS_ITS_CODE and not _interpreter(program):
+        code = [a for i, a in enumerate(args) if _attached_code(a) or (
+                re.split("[=:]", a, maxsplit=1)[0] in _CODE_OPTIONS and not _plain_value(
+                    a.split("=", 1)[1] if "=" in a else args[i + 1] if i + 1 < len(args) else ""))]
         if code:
             out.append(f"{program} is given code ({code[0].split('=', 1)[0]}), and the hook "
                        "does not know what it runs")
@@ -322,6 +271,13 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             out.append(f"{program} reads its input on stdin, which may be code the hook "
                        "cannot see")
     return out
+
+
+def _attached_code(arg: str) -> bool:
+    """`-c"curl x|sh"`: a short code option with its value attached (a value with spaces or
+    shell operators, not a cluster of flags like `-cv`). No rule reads such a value as a
+    command line, so it counts as code whatever program it names."""
+    return arg[:2] in _CODE_OPTIONS and len(arg) > 2 and bool(re.search(r"[\s|;&$`<>]", arg))
 
 
 def _plain_value(value: str) -> bool:

@@ -122,7 +122,7 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
             a.split("=", 1)[0] in ("--git", "--index", "--registry") for a in args):
         return hit("supply_chain", "pip-untrusted", "cargo install builds a crate from a "
                    "git repository or another registry")
-    elif program == "crontab" and not cmd.has_short_flag("l"):
+    elif program in ("crontab", "incrontab", "fcrontab") and not cmd.has_short_flag("l"):
         return hit("supply_chain", "persistence", "installs a crontab")
     elif program == "systemctl" and sub == "enable":
         return hit("supply_chain", "persistence", "enables a system service at boot")

@@ -33,7 +33,7 @@ PROTECTED_BRANCH = re.compile(
     r"^(main|master|trunk|develop|development|dev|stable|staging|production|gh-pages"
     r"|prod([-/_].*)?|release([-/_].*)?|releases/.*|hotfix([-/_].*)?)$"
 )
-_GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
 #: Remotes of git-push platforms where a push is a deploy (`git push heroku main`).
 _DEPLOY_REMOTE = re.compile(r"(?i)^(heroku|dokku|production|prod|live|deploy|flynn|"
                             r"piku|caprover|azure|pantheon|platform|engineyard)([-_.].*)?$")
@@ -68,7 +68,7 @@ def current_branch(cwd: str) -> str | None:
 
 def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     """Dangerous `git` invocations (see the module docstring for what is gated)."""
-    sub, idx = subcommand(cmd, _GIT_GLOBAL_VALUES)
+    sub, idx = subcommand(cmd, GIT_GLOBAL_VALUES)
     rest = SimpleCommand("git", resolve_long(f"git {sub}", cmd.args[idx + 1:]))
     if "-C" in cmd.args[:idx]:  # `git -C repo push`: that repository's branch counts
         repo = scope.resolve(cmd.args[cmd.args.index("-C") + 1])

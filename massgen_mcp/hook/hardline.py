@@ -27,6 +27,8 @@ import os
 import re
 
 from massgen_mcp.hook.active import is_under, key_path
+from massgen_mcp.hook.command import subcommand
+from massgen_mcp.hook.git_rules import GIT_GLOBAL_VALUES
 from massgen_mcp.hook.hardline_paths import (
     _DOTGLOB,
     _absolute,
@@ -62,6 +64,9 @@ _RECURSIVE_READERS = frozenset({"rg", "ag", "ack", "tar", "zip", "7z", "rsync", 
 _READERS = frozenset({"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg",
                       "ls", "stat", "wc", "jq", "diff", "file", "tree", "bat", "du", "test",
                       "[", "realpath", "readlink", "sha256sum", "md5sum", "git", "echo"})
+#: git subcommands that delete or overwrite the paths they name (`git rm`, `git checkout --`):
+#: git reads the guard's files otherwise, these write them.
+_GIT_WRITES = frozenset({"rm", "mv", "checkout", "restore", "apply", "am", "clean", "stash"})
 _OUR_SAFE_SUBCOMMANDS = frozenset({"run", "plan", "view", "report", "doctor", "hook",
                                    "--help", "-h", "--version"})
 
@@ -354,7 +359,7 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             if names_inside(path, keys) or (_recursive(cmd) and names_ancestor(path, keys)):
                 out.append(_finding("guard", f"{cmd.program} reaches {word}, where the "
                                              "checkpoint key and signed plans are kept"))
-            elif cmd.program not in _READERS and any(names_inside(path, p) for p in protected):
+            elif not _reads_only(cmd) and any(names_inside(path, p) for p in protected):
                 out.append(_finding("guard", f"{cmd.program} touches {word}, part of the "
                                              "checkpoint guard (its state, settings or program)"))
         if cmd.program in _DEVICE_TOOLS or cmd.program.startswith("mkfs."):
@@ -367,11 +372,20 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
     return out
 
 
+def _reads_only(cmd: SimpleCommand) -> bool:
+    if cmd.program == "git":
+        return subcommand(cmd, GIT_GLOBAL_VALUES)[0] not in _GIT_WRITES
+    return cmd.program in _READERS
+
+
 def _uninstalls_us(cmd: SimpleCommand) -> bool:
-    """`pip uninstall massgen-mcp`, `uv tool uninstall massgen_mcp`, `pipx uninstall ...`."""
+    """`pip uninstall massgen-mcp`, `uv tool uninstall massgen_mcp`, `pipx uninstall-all`."""
+    if cmd.program in ("pipx", "uv") and ("uninstall-all" in cmd.args or (
+            "uninstall" in cmd.args and "--all" in cmd.args)):
+        return True
     ours = [a for a in cmd.args if re.split(r"[=<>~!@\[ ]", a.lower().replace("_", "-"))[0]
             == "massgen-mcp"]
-    return bool(ours) and ("uninstall" in cmd.args or "remove" in cmd.args or (
+    return bool(ours) and (any(a in ("uninstall", "remove", "inject") for a in cmd.args) or (
         "install" in cmd.args and (any(a != "massgen-mcp" for a in ours) or any(
             a in ("--force-reinstall", "-I", "--ignore-installed", "--upgrade", "-U")
             for a in cmd.args))))

@@ -39,7 +39,7 @@ _CODE_FLAGS: dict[str, tuple[str, ...]] = {
     "bun": ("-e", "--eval"),
     "deno": ("eval",), "lua": ("-e",), "Rscript": ("-e",), "julia": ("-e",),
     "osascript": ("-e",), "pwsh": ("-c", "-Command"), "powershell": ("-c", "-Command"),
-    "awk": (), "gawk": (), "mawk": (),
+    "awk": (), "gawk": (), "mawk": (), "jshell": (),
 }
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
 _STRING = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
@@ -49,7 +49,8 @@ _RUNS_SHELL = re.compile(
     r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
     r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
     r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run|os\.execute"
-    r"|io\.popen|do shell script)\b|`|%x[{(\[<|!]|qx[{(]")
+    r"|io\.popen|do shell script|system2|pipe|pcntl_exec|ProcessBuilder|Runtime\.getRuntime)\b|`"
+    r"|%x[{(\[<|!]|qx[{(]|\bopen\b[^;]*[\"'](\|-|-\||\s*\|[^\"']|[^\"']*\|\s*[\"'])")
 _DELETES = re.compile(
     r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"
     r"|unlink\w*|rmdir\w*|rmtree|rm\w*|rename\w*|move\w*|delete\w*|truncate\w*|emptyDir\w*)"
@@ -97,6 +98,14 @@ def inline_code(cmd: SimpleCommand) -> str | None:
         return encoded
     for i, arg in enumerate(cmd.args):
         if arg in flags:
+            rest = cmd.args[i + 1:]
+            if family == "deno":  # `deno eval --unstable 'code'`: options come first
+                rest = [a for a in rest if not a.startswith("-")]
+            return rest[0] if rest else ""
+        if arg.startswith("--") and arg.split("=", 1)[0] in flags and "=" in arg:
+            return arg.split("=", 1)[1]  # `node --eval=code`
+        # python -Ic / -uc 'code': a cluster of flags that ends with -c
+        if family == "python" and re.fullmatch(r"-[a-zA-Z]+c", arg):
             return cmd.args[i + 1] if i + 1 < len(cmd.args) else ""
         # perl -pe / -lane '...': the cluster ends with the code flag
         if family in ("perl", "ruby") and re.fullmatch(r"-[a-zA-Z]*[eE]", arg):
@@ -247,13 +256,15 @@ def _tree_with_secrets(literal: str, scope: Scope) -> str | None:
         "the guard's key" if os.path.realpath(key_path()).startswith(where + "/") else None)
 
 
-_DISPATCH = re.compile(r"\bgetattr\s*\(\s*[^,()]+,\s*(?![\"'][\w]+[\"']\s*[,)])"
+_DISPATCH = re.compile(r"\bgetattr\s*\(\s*(?:[^,()]|\([^()]*\))+,\s*(?![\"'][\w]+[\"']\s*[,)])"
                        r"|\b(importlib\.import_module|__getattribute__|globals\(\)\s*\[|"
                        r"vars\(\w*\)\s*\[|\.send\s*\(|\.public_send\s*\(|&\$\w+\s*\()")
+#: php's `$f(...)`: the function is named by a variable (perl's `for $x (...)` is a loop)
+_PHP_DISPATCH = re.compile(r"(?<![\w>$:])\$\w+\s*\(")
 _SHELL_CALL = re.compile(r"\b(os\.system|os\.popen|subprocess\.\w+|Popen|check_output|"
                          r"check_call|execSync|exec|spawnSync|spawn|execFileSync|system|"
                          r"shell_exec|passthru|popen|IO\.popen|Open3\.\w+|Deno\.Command|Deno\.run"
-                         r"|Bun\.spawn\w*)\s*\(")
+                         r"|Bun\.spawn\w*|pcntl_exec)\s*\(")
 _PURE_ARG = re.compile(r"""(?:\s|,|\[|\]|\{|\}|:|\w+\s*=\s*(?:True|False|None|true|false|\d+)"""
                        r"""|(?:shell|check|text|capture_output|cwd|timeout|stdio|encoding)"""
                        r"""\s*[:=]\s*(?:[\w.]+|""))*""")
@@ -316,7 +327,7 @@ def computed_findings(name: str, code: str) -> list[Finding]:
     """What the code decides at run time: the function it calls, the command it runs, the
     file it writes; and a dump of the whole environment."""
     out: list[Finding] = []
-    if _DISPATCH.search(code):
+    if _DISPATCH.search(code) or (name.startswith("php") and _PHP_DISPATCH.search(code)):
         out.append(Finding("supply_chain", "inline-code",
                            f"{name} code calls a function chosen at run time"))
     for m in _SHELL_CALL.finditer(code):

@@ -154,3 +154,17 @@ def resolve_long(tool: str, args: list[str]) -> list[str]:
             out.append(arg)
         out.extend(f"--{m}{eq}{value}" for m in matches)
     return out
+
+
+def option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
+    """Values of long options `--x=v` / `--x v` and short ones `-I v` / `-Iv` in `names`."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                out.append(args[i + 1])
+            elif name.startswith("--") and arg.startswith(name + "="):
+                out.append(arg[len(name) + 1:])
+            elif not name.startswith("--") and arg.startswith(name) and len(arg) > len(name):
+                out.append(arg[len(name):].removeprefix("="))  # `-TT=cmd` as `-TTcmd`
+    return out

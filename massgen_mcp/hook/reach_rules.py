@@ -105,10 +105,13 @@ def reach_findings(cmd: SimpleCommand, scope: Scope,
                                        cmd.args) and (hit := finds_secrets(cmd)):
         out.append(Finding("secrets", "print-secret",
                            f"find runs a program on the files named {hit!r}, which are secrets"))
-    if cmd.program in ("systemctl", "loginctl") and any(a in ("link", "enable", "enable-linger",
-                                                              "preset", "edit") for a in cmd.args):
+    if cmd.program in ("systemctl", "loginctl") and any(a in (
+            "link", "enable", "enable-linger", "preset", "edit", "reenable", "add-wants",
+            "add-requires", "start", "restart", "try-restart", "reload-or-restart")
+            for a in cmd.args):
         out.append(Finding("prod_infra", "schedule",
-                           f"{cmd.program} installs a service that runs later, outside this hook"))
+                           f"{cmd.program} installs or starts a service, which runs outside "
+                           "this hook"))
     pos = cmd.positionals()
     if "eval" in pos[:3] and pos[-1] != "eval" and cmd.program not in _SHELLS_AND_BUILDS and not (
             interpreter(cmd.program)):  # `dotnet script eval '...'`, `redis-cli eval "..."`

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from massgen_mcp.hook.capability import vi_writes
 from massgen_mcp.hook.command import SimpleCommand
+from massgen_mcp.hook.editor_rules import vi_writes
 from massgen_mcp.hook.lexer import UNKNOWN
 
 _AWK = frozenset({"awk", "gawk", "mawk", "nawk"})
