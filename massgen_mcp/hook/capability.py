@@ -13,8 +13,7 @@ around them. So, for every simple command:
   see (`opaque`), and so is a package runner fetching a package (`npx pkg@latest`) or a
   makefile read from stdin;
 - scheduling (`at`, `batch`, `systemd-run`, `launchctl load`) is gated: the command runs
-  later, outside any hook.
-
+  later, outside any hook;
 - after a `cd` the hook cannot follow, a relative path is unknown for reads as for writes
   (`unknown_dir_use`); a recursive reader over a directory holding home secrets reads them
   (`reads_recursively`, judged in `bash_rules.py`).
@@ -116,7 +115,7 @@ def _scan(args: list[str]) -> str | None:
     return None
 
 
-def _option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
+def option_values(args: list[str], names: tuple[str, ...]) -> list[str]:
     """Values of long options `--x=v` / `--x v` and short ones `-I v` / `-Iv` in `names`."""
     out: list[str] = []
     for i, arg in enumerate(args):
@@ -156,13 +155,13 @@ def embedded(cmd: SimpleCommand) -> list[str]:
     elif program in _SSH:
         lines += _ssh_commands(args)
     elif program == "rsync":
-        lines += _option_values(args, ("-e", "--rsh"))
+        lines += option_values(args, ("-e", "--rsh"))
     elif program in ("tar", "bsdtar"):
-        lines += _option_values(args, (*_TAR_RUNS, "-I", "-F"))
+        lines += option_values(args, (*_TAR_RUNS, "-I", "-F"))
         lines += [a.split("exec=", 1)[1] for a in args
                   if a.startswith("--checkpoint-action=") and "exec=" in a]
     elif program == "zip":
-        lines += _option_values(args, ("-TT", "--unzip-command"))
+        lines += option_values(args, ("-TT", "--unzip-command"))
     elif program in ("less", "more", "most"):  # `less +'!cmd'`: an initial command
         lines += [a.split("!", 1)[1] for a in args if a.startswith("+") and "!" in a]
     elif program in _VI or program == "ed":
@@ -177,18 +176,18 @@ def embedded(cmd: SimpleCommand) -> list[str]:
                 after = [a for a in args[at:] if a != "--recursive"]
                 lines.append(after[0] if len(after) == 1 else join(after))
         if "rebase" in args or "difftool" in args:
-            lines += _option_values(args, ("-x", "--extcmd"))
+            lines += option_values(args, ("-x", "--extcmd"))
     elif program == "sg" and len(args) >= 2:
         lines.append(args[-1] if "-c" in args else join(args[1:]))
     elif program == "socat":  # `EXEC:cmd` / `SYSTEM:cmd` addresses run a command
         lines += [m.group(2).split(",", 1)[0] if m.group(1).upper() == "EXEC" else m.group(2)
                   for a in args if (m := re.match(r"(?i)(exec|system):(.*)", a))]
     elif program in ("nc", "ncat", "netcat"):
-        lines += _option_values(args, ("-e", "-c", "--exec", "--sh-exec"))
+        lines += option_values(args, ("-e", "-c", "--exec", "--sh-exec"))
     elif program == "ip" and "exec" in args:  # `ip netns exec NAME cmd`
         lines += [t for t in [_scan(args[args.index("exec") + 2:])] if t]
     elif program in ("nix-shell",):
-        lines += _option_values(args, ("--run", "--command"))
+        lines += option_values(args, ("--run", "--command"))
     elif program not in KNOWN:
         scanned = _scan(args)
         if scanned:
@@ -199,7 +198,7 @@ def embedded(cmd: SimpleCommand) -> list[str]:
         lines += [m.group(2) for t in texts for m in re.finditer(
             r"(\\!|^\s*\.(?:shell|system)\b|\bsystem\b)\s*([^;\n]+)", t)]
     if program == "gdb":
-        lines += [v.split(None, 1)[1] for v in _option_values(args, ("-ex", "--eval-command"))
+        lines += [v.split(None, 1)[1] for v in option_values(args, ("-ex", "--eval-command"))
                   if v.startswith(("shell ", "! "))]
     return lines
 
@@ -217,7 +216,7 @@ def _git_pack_commands(args: list[str]) -> list[str]:
     `push -u` is --set-upstream, `fetch -u` --update-head-ok)."""
     sub = next((a for a in args if not a.startswith("-")), "")
     names = ("--upload-pack", "--receive-pack", "--exec") + (("-u",) if sub == "clone" else ())
-    return _option_values(args[args.index(sub):] if sub else args, names)
+    return option_values(args[args.index(sub):] if sub else args, names)
 
 
 _LOOPBACK = re.compile(r"^([\w.-]+@)?(localhost|127\.\d+\.\d+\.\d+|::1|0\.0\.0\.0)$")
@@ -234,16 +233,22 @@ def _ssh_commands(args: list[str]) -> list[str]:
         i += 2 if args[i] in _SSH_VALUES else 1
     if i + 1 < len(args) and _LOOPBACK.match(args[i]):
         out.append(" ".join(args[i + 1:]))
-    for value in _option_values(args, ("-o",)):
+    for value in option_values(args, ("-o",)):
         key, _, rest = value.replace("=", " ", 1).partition(" ")
         if key.lower() in _SSH_RUNS and rest.strip() and rest.strip().lower() != "none":
             out.append(rest.strip())
     return out
 
 
+def _vi_scripts(args: list[str]) -> list[str]:
+    """`-c cmd`, `--cmd cmd`, and a short cluster ending in c (`ex -sc 'wq! ~/.bashrc'`)."""
+    return [args[i + 1] for i, a in enumerate(args[:-1]) if re.fullmatch(r"-[a-zA-Z]*c|--cmd", a)
+            ] + [a[2:] for a in args if a.startswith("-c") and len(a) > 2]
+
+
 def vi_commands(cmd: SimpleCommand) -> list[str]:
     """Shell commands an editor run as a script executes (`-c '!cmd'`, `:!cmd` on stdin)."""
-    scripts = _option_values(cmd.args, ("-c", "--cmd"))
+    scripts = _vi_scripts(cmd.args)
     scripts += [a[1:] for a in cmd.args if a.startswith("+") and len(a) > 1]
     scripts += (cmd.stdin_code or "").splitlines()
     out: list[str] = []
@@ -269,9 +274,9 @@ def vi_writes(cmd: SimpleCommand) -> list[str]:
         for a in cmd.args))
     if not scripted:
         return []
-    files = [a for i, a in enumerate(cmd.args) if not a.startswith(("-", "+"))
-             and (i == 0 or cmd.args[i - 1] not in ("-c", "--cmd", "-S", "-u", "-i", "-T"))]
-    scripts = _option_values(cmd.args, ("-c", "--cmd")) + (cmd.stdin_code or "").splitlines()
+    files = [a for i, a in enumerate(cmd.args) if not a.startswith(("-", "+")) and (
+        i == 0 or not re.fullmatch(r"-[a-zA-Z]*c|--cmd|-[SuiT]", cmd.args[i - 1]))]
+    scripts = _vi_scripts(cmd.args) + (cmd.stdin_code or "").splitlines()
     for script in scripts:
         for m in re.finditer(r"(?:^|\|)\s*:?\s*(?:w|write|sav|saveas|wq|x)!?\s+(?!!)(\S+)",
                              script):
@@ -290,8 +295,8 @@ def opaque(cmd: SimpleCommand) -> list[str]:
     elif program == "launchctl" and args[:1] and args[0] in ("load", "bootstrap", "submit",
                                                              "enable", "kickstart"):
         out.append(f"launchctl {args[0]} schedules a job, outside this hook")
-    if program == "make" and (any(a in ("-", "/dev/stdin") for a in _option_values(
-            args, ("-f", "--file", "--makefile"))) or _option_values(args, ("--eval", "-E"))):
+    if program == "make" and (any(a in ("-", "/dev/stdin") for a in option_values(
+            args, ("-f", "--file", "--makefile"))) or option_values(args, ("--eval", "-E"))):
         out.append("make runs a makefile from stdin or --eval, which the hook cannot see")
     if program == "git" and any(a.startswith("ext::") for a in args):
         out.append("git's ext:: transport runs a command")
@@ -299,7 +304,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
         out.append("git is given a command to run in place of its own transport program")
     if program in ("socat", "nc", "ncat", "netcat") and (
             any(re.match(r"(?i)(exec|system):", a) for a in args)
-            or _option_values(args, ("-e", "-c", "--exec", "--sh-exec", "--lua-exec"))):
+            or option_values(args, ("-e", "-c", "--exec", "--sh-exec", "--lua-exec"))):
         out.append(f"{program} connects a program to the network (a remote shell)")
     if program in KNOWN and program not in _READS_ITS_CODE and not _interpreter(program) and (
             code := [a for a in args if a.split("=", 1)[0] in _EVAL_OPTIONS]):
