@@ -33,7 +33,7 @@ from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.reach_rules import reach_findings
 from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, holds_secrets, is_under, secret_kind
-from massgen_mcp.hook.secret_search import pipeline_reach
+from massgen_mcp.hook.secret_search import pipeline_reach, read_operands
 from massgen_mcp.hook.shell import SHELLS, analyse
 
 _DB_CLIENTS = wordset(
@@ -165,10 +165,11 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
                 stack.append(scope)
             scope = _cd(cmd, scope, analysis.cdpath)
             continue
+        made_in = scope  # an `ln` is judged before its link exists (after, the name is the target)
         if cmd.program == "ln":
             scope = _link(cmd, scope)
         scope.note_reads(cmd)
-        own = _command_findings(cmd, scope, network)
+        own = _command_findings(cmd, made_in, network)
         own += reach_findings(cmd, scope, nested, sql_finding)
         findings.extend(own)
         if not own and scope.cwd == UNKNOWN_CWD and (why := unknown_dir_use(cmd)):
@@ -311,7 +312,7 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     if program not in _USES_SECRETS_QUIETLY:  # any reader may print what it reads
         out.extend(Finding("secrets", "print-secret",
                            f"{program} reads {p}, {kind}, and may print it into the transcript "
-                           "(it goes to the model provider)") for p in pos
+                           "(it goes to the model provider)") for p in read_operands(cmd)
                    if not p.startswith("-") and not _env_file_option(cmd, p)
                    and (kind := scope.secret(p)))
     if reads_recursively(cmd):

@@ -86,7 +86,8 @@ def secret_route(cmd: SimpleCommand) -> str | None:
     joined = " ".join([program, *pos[:3]])
     printer = next((p for p in _CREDENTIAL_PRINTERS if joined == p or joined.startswith(p + " ")),
                    None)
-    if printer or (program == "security" and pos[:1] and "password" in pos[0] and "-w" in args):
+    if printer or (program == "security" and pos[:1] and "password" in pos[0]
+                   and cmd.has_short_flag("w")):
         return f"`{printer or 'security ... -w'}` prints a stored credential or token"
     if program in ("gpg", "gpg2") and any(a.startswith(("--export-secret", "--export-ssh-key"))
                                           for a in args):

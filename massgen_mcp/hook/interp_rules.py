@@ -66,6 +66,10 @@ _LITERAL_ARG = re.compile(r"""\(?\s*(?:r|b|f)?(["'])((?:(?!\1).)*)\1""")
 _WRITES = re.compile(r"""\b(?:open|File\.open|fopen)\s*\(\s*(["'])([^"']+)\1\s*,\s*["'][wax+]"""
                      r"""|\b(?:writeFileSync|appendFileSync|writeFile|appendFile|write_text"""
                      r"""|write_bytes|file_put_contents|File\.write)\s*\(\s*(["'])([^"']+)\3""")
+#: Perl's open with the mode in the path (`open F, ">/etc/hosts"`) or apart from it
+#: (`open F, ">", "/etc/hosts"`), parentheses optional.
+_PERL_OPEN = re.compile(r"""\bopen\s*\(?\s*(?:my\s+)?[$\w]+\s*,\s*"""
+                        r"""(?:(["'])\+?(?:>>?|\+<)\1\s*,\s*)?(["'])(?(1)|\+?(?:>>?|\+<)\s*)(?P<path>[^"'|]+)\2""")
 _DECODES = re.compile(r"b64decode|base64|atob|Buffer\.from|decode\(|unpack|pack\(", re.I)
 _EVALS = re.compile(r"\b(exec|eval|compile|Function|instance_eval|class_eval)\s*\(")
 _URL = re.compile(r"(?i)\b(https?|ftp)://")
@@ -207,9 +211,9 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
     else:
         out.extend(f for t in code_targets(code)
                    if (f := scope.write_finding(t, verb=f"{name} code writes")))
-    for m in _WRITES.finditer(code):
-        finding = scope.write_finding(m.group(2) or m.group(4), verb=f"{name} code writes")
-        if finding:
+    for path in [m.group(2) or m.group(4) for m in _WRITES.finditer(code)] + [
+            m.group("path").strip() for m in _PERL_OPEN.finditer(code) if family == "perl"]:
+        if finding := scope.write_finding(path, verb=f"{name} code writes"):
             out.append(finding)
     for literal in literals:
         kind = secret_kind(literal) if "\n" not in literal else None
@@ -270,13 +274,15 @@ _PURE_ARG = re.compile(r"""(?:\s|,|\[|\]|\{|\}|:|\w+\s*=\s*(?:True|False|None|tr
                        r"""\s*[:=]\s*(?:[\w.]+|""))*""")
 _OPENS = re.compile(r"\b(open|File\.open|fopen|writeFileSync|appendFileSync|writeFile"
                     r"|appendFile|file_put_contents|File\.write)\s*\(")
-_ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.environ|%ENV)"
+_ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.environ|%ENV|Bun\.env)"
                          r"(?![\w.\[])|\bENV\.(to_h|to_a|each|inspect|keys|values)\b"
                          r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)"
                          r"|(?<![\w$.{])ENV(?![\w\[.{(])|\$_(ENV|SERVER)\b(?!\s*\[)"
                          r"|\bdotenv_values\b|\bDeno\.env\.toObject\b")
 
-
+#: `{**os.environ}` copies the whole environment: handed to a child it is ordinary, printed
+#: it is a dump of every key.
+_ENV_SPREAD = re.compile(r"\*\*\s*os\.environ\b")
 _SECRET_VAR = re.compile(r"(environ(\.get)?\s*[\[(]\s*|getenv\(\s*|ENV\[\s*|ENV\.fetch\(\s*"
                          r"|process\.env\.|process\.env\[\s*|\$ENV\{)[\"']?\w*(KEY|TOKEN|SECRET"
                          r"|PASSWORD|PASSWD|CREDENTIAL)", re.I)
@@ -346,7 +352,7 @@ def computed_findings(name: str, code: str) -> list[Finding]:
     if _SECRET_VAR.search(code) and _PRINTS.search(code):
         out.append(Finding("secrets", "print-secret",
                            f"{name} code prints a secret environment variable"))
-    if _ENV_OBJECT.search(code):
+    if _ENV_OBJECT.search(code) or (_ENV_SPREAD.search(code) and _PRINTS.search(code)):
         out.append(Finding("secrets", "env-dump",
                            f"{name} code reads the whole environment (every key in it)"))
     return out

@@ -27,6 +27,7 @@ import os
 import re
 from shlex import join
 
+from massgen_mcp.hook.capability import option_values
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.interp_rules import interpreter
 from massgen_mcp.hook.policy import Finding
@@ -53,6 +54,11 @@ _DB_HINTS = wordset("db database databases pg postgres postgresql mysql mariadb 
 _TASK_RUNNERS = {"make": "", "just": "", "task": "", "invoke": "", "npm": "run",
                  "pnpm": "run", "yarn": "", "bun": "run", "rake": "", "mage": "",
                  "gradle": "", "gradlew": "", "mvn": ""}
+#: Options naming where a task runner reads its recipes (a directory or the recipe file).
+_RECIPE_PLACES = {"make": ("-C", "--directory", "-f", "--file", "--makefile"),
+                  "just": ("-f", "--justfile", "-d", "--working-directory"),
+                  "rake": ("-f", "--rakefile", "-C", "--directory"),
+                  "task": ("-d", "--dir", "-t", "--taskfile")}
 #: Cloud and storage CLIs the hook knows, whose subcommands still say what they delete
 #: (`az storage blob delete-batch`, `gsutil rm`): judged by verb like unknown programs.
 _CLOUD_CLIS = wordset("aws gcloud az gsutil doctl kubectl helm terraform tofu pulumi")
@@ -149,14 +155,21 @@ def _other_channels(cmd: SimpleCommand, scope: Scope,
             if a == "-P"))):
         out.append(Finding("supply_chain", "runs-code",
                            "cmake -P runs a script from stdin, which the hook cannot see"))
+    for place in option_values(cmd.args, _RECIPE_PLACES.get(program, ())):
+        where = scope.resolve(place)  # `make -C ~`: the recipes there are code the hook never read
+        if where is None or not (is_under(where, scope.workspace) or scope.in_temp(where)):
+            out.append(Finding("supply_chain", "runs-code", f"{program} runs the recipes of "
+                               f"{place}, outside the workspace (code the hook cannot read)"))
     if program in ("docker", "podman", "nerdctl") and pos[:1] == ["cp"] and len(pos) >= 3:
         out.extend(f for f in [scope.write_finding(pos[-1], verb=f"{program} cp writes")] if f)
     if program in ("fd", "fdfind") and (flag := next((a for a in cmd.args if a in (
             "-x", "--exec", "-X", "--exec-batch")), None)):
         tail = cmd.args[cmd.args.index(flag) + 1:]
         found = [a for a in cmd.args[:cmd.args.index(flag)] if not a.startswith("-")]
+        name = re.sub(r"^\^|\$$|\\", "", found[0]) if found else ""  # `fd .env -x cat`: .env
         for root in found[1:] or ["."]:  # it runs the command on what it finds under root
-            out.extend(nested(join([*tail, root.rstrip("/") + "/x"]), scope))
+            out.extend(nested(join([*tail, root.rstrip("/") + "/" + (name if re.fullmatch(
+                r"[\w.-]*[A-Za-z][\w.-]*", name) else "x")]), scope))
     if program in ("kubectl", "oc") and pos[:1] == ["exec"] and "--" in cmd.args:
         out.extend(nested(join(cmd.args[cmd.args.index("--") + 1:]), scope))
     if program in ("docker", "podman", "nerdctl") and pos[:1] == ["exec"]:

@@ -64,7 +64,7 @@ _SECRET_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
      "a shell or REPL history (commands typed with secrets in them)"),
     (re.compile(r"^(secring\.gpg|.+\.(gpg|asc)\.key)$", re.I), "a private GPG key"),
 )
-_SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".azure", ".password-store")
+_SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".azure", ".password-store", ".kube")
 _SECRET_SUFFIX = (("/.kube/config", "a cluster credentials file"),
                   ("/.docker/config.json", "a registry credentials file"),
                   ("/.config/gh/hosts.yml", "the GitHub CLI's token file"),
@@ -72,6 +72,9 @@ _SECRET_SUFFIX = (("/.kube/config", "a cluster credentials file"),
                   ("/massgen-mcp/plan.key", "the key that signs checkpoint plans"),
                   ("/.codex/auth.json", "the Codex CLI's login (tokens)"),
                   ("/.claude/.credentials.json", "Claude Code's login (tokens)"),
+                  ("/.m2/settings.xml", "Maven's settings (repository passwords)"),
+                  ("/.gradle/gradle.properties", "Gradle's user properties (publish tokens)"),
+                  ("/composer/auth.json", "Composer's registry tokens"),
                   ("/github-copilot/apps.json", "GitHub Copilot's login (tokens)"),
                   ("/github-copilot/hosts.json", "GitHub Copilot's login (tokens)"))
 _GLOB = re.compile(r"[*?\[]")
@@ -119,7 +122,8 @@ def secret_kind(path: str) -> str | None:
 #: recursively (Grep over ~/.config/gh, `grep -r x ~`, `tar c ~`) reads them.
 HOME_SECRETS = (".ssh", ".aws", ".gnupg", ".azure", ".password-store", ".config/gh",
                 ".docker/config.json", ".kube", ".netrc", ".git-credentials", ".pgpass",
-                ".npmrc", ".pypirc", ".config/gcloud", ".vault-token", ".terraformrc")
+                ".npmrc", ".pypirc", ".config/gcloud", ".vault-token", ".terraformrc",
+                ".m2/settings.xml", ".gradle/gradle.properties")
 
 
 def holds_secrets(path: str, home: str) -> str | None:

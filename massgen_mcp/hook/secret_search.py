@@ -138,3 +138,24 @@ def secret_store_read(cmd: SimpleCommand) -> str | None:
     if parts & _STORE_WORDS and (reads or dumps):
         return f"{cmd.program} prints a value from a secret store"
     return None
+
+
+_PATTERN_FIRST = wordset("grep egrep fgrep rg ag ack ugrep")
+#: A searcher's options whose value is the next word (a glob, a type, a count), not a pattern.
+_SEARCH_VALUES = frozenset({"-g", "--glob", "--iglob", "-t", "--type", "-T", "--type-not",
+                            "-A", "-B", "-C", "-m", "--max-count", "-d", "--max-depth",
+                            "--include", "--exclude", "-G", "--file-search-regex", "--ignore"})
+
+
+def read_operands(cmd: SimpleCommand) -> list[str]:
+    """The files a reader reads: a searcher's first operand is its pattern (`rg process.env`),
+    unless the pattern comes by option (`-e`, `-f`)."""
+    pos = cmd.positionals()
+    if cmd.program not in _PATTERN_FIRST or not pos or any(
+            a in ("-e", "-f", "--regexp", "--file") or a.startswith(("--regexp=", "--file="))
+            for a in cmd.args):
+        return pos
+    # an option's value (`-g '.env*'`) stays: a glob naming secrets still selects them
+    values = {cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1]) if a in _SEARCH_VALUES}
+    at = next((i for i, p in enumerate(pos) if p not in values), None)
+    return pos[:at] + pos[at + 1:] if at is not None else pos
