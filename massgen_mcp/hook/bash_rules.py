@@ -25,6 +25,7 @@ from massgen_mcp.hook.capability import opaque, reads_recursively, unknown_dir_u
 from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
 from massgen_mcp.hook.command import SimpleCommand, shell_script, wordset
+from massgen_mcp.hook.deploy_rules import deploy_findings
 from massgen_mcp.hook.expand import FRESH_TEMP
 from massgen_mcp.hook.file_rules import file_findings, secret_sources
 from massgen_mcp.hook.git_rules import git_findings
@@ -330,6 +331,7 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     if program in _MAILERS:
         out.append(Finding("external_comms", "mail", f"sends mail with {program}"))
     out.extend(cli_findings(cmd, scope))
+    out.extend(deploy_findings(cmd))
     if "/" not in cmd.raw_program or scope.write_finding(cmd.raw_program) is not None:
         out.extend(Finding("supply_chain", "runs-code", why) for why in opaque(cmd))
     out.append(effect_rules.env_dump(cmd))
