@@ -70,6 +70,9 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         if s3 == ["rb"] or (s3 in (["rm"], ["sync"]) and (
                 "--recursive" in args or "--delete" in args)):
             return hit("prod_infra", "cloud-mass-delete", f"aws s3 {s3[0]} deletes objects in bulk")
+        if s3 in (["cp"], ["sync"], ["mv"]) and pos[-1].startswith("s3://") and not pos[
+                -2].startswith("s3://"):  # an upload replaces what a bucket serves
+            return hit("prod_infra", "deploy", f"aws s3 {s3[0]} uploads to {pos[-1]}")
     elif program in ("gcloud", "az") and "delete" in pos:
         return hit("prod_infra", "cloud-delete", f"{program} ... delete removes cloud resources")
     elif program == "gsutil" and (sub == "rb" or (sub == "rm" and (

@@ -23,7 +23,7 @@ _READS = wordset(
     "wait kustomize plugin proxy options search repo dependency dep package fetch select "
     "verify about context docs notices acknowledge metadata build link unlink whoami open "
     "offline render diagnose fix schema health console platform use account manifests "
-    "can-i types generate exec cp attach debug")
+    "can-i types generate exec cp attach debug ps")
 #: Groups whose own verb is the next word (`kubectl rollout status`, `terraform state list`).
 _GROUPS = wordset("rollout state stack apps app releases secrets machines volumes scale "
                   "pg addons domains kv d1 r2 sites functions hosting invoke")
