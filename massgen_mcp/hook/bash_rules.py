@@ -25,6 +25,7 @@ from massgen_mcp.hook.capability import opaque, reads_recursively, unknown_dir_u
 from massgen_mcp.hook.channels import download_targets
 from massgen_mcp.hook.cli_rules import cli_findings
 from massgen_mcp.hook.command import SimpleCommand, shell_script, wordset
+from massgen_mcp.hook.deploy_rules import deploy_findings
 from massgen_mcp.hook.expand import FRESH_TEMP
 from massgen_mcp.hook.file_rules import file_findings, secret_sources
 from massgen_mcp.hook.git_rules import git_findings
@@ -73,7 +74,15 @@ _SQL_DROP = re.compile(
     re.I,
 )
 _QUOTES = " ;'\"\n"
-_WHERE = re.compile(r"\bWHERE\b", re.I)
+#: A WHERE that holds for every row (`WHERE 1=1`, `WHERE true`) is no WHERE.
+_WHERE = re.compile(r"\bWHERE\s+(?!(1\s*=\s*1|true|1|'(\w*)'\s*=\s*'\2')\s*(;|$|--|/\*|['\"]))",
+                    re.I)
+#: Inline code that loads a database driver runs the SQL it holds (`python3 -c "...sqlite3
+#: ...execute('DROP TABLE t')"`).
+_DB_DRIVER = re.compile(r"\b(sqlite3|psycopg2?|pymysql|MySQLdb|sqlalchemy|asyncpg|duckdb"
+                        r"|better-sqlite3|mysql2|ActiveRecord|Sequel|DBI)\b")
+#: A client's `--command=SQL`: its dashes start an option, not a SQL comment.
+_LONG_OPTION = re.compile(r"(?:^|(?<=\s))--[a-z][\w-]*=", re.I)
 
 _REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
     ("supply_chain", "run-download",
@@ -91,7 +100,9 @@ _REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
      re.compile(r"\b(rails|rake)\s+db:(drop|reset|purge|schema:load|migrate:reset)\b"
                 r"|\bmanage\.py\s+(flush|reset_db|sqlflush)\b|\bprisma\s+migrate\s+reset\b"
                 r"|--force-reset\b|--accept-data-loss\b|\bdropdb\b"
-                r"|\bredis-cli\b[^;&|\n]*\bflush(all|db)\b", re.I),
+                r"|\bredis-cli\b[^;&|\n]*\bflush(all|db)\b"
+                r"|\bmix\s+ecto\.(drop|reset)\b"
+                r"|\bpg_restore\b[^;&|\n]*\s(?-i:--clean|-[a-zA-Z]*c)\b", re.I),
      "drops or resets a database"),
     ("exfiltration", "env-dump",
      re.compile(r"\b(env|printenv|set)\s*\|[^;&\n]*\b(curl|wget|nc|ncat|netcat|ssh|socat)\b"),
@@ -107,7 +118,7 @@ def sql_finding(text: str) -> Finding | None:
 
     Comments are removed first, the way the server reads the statement (`DROP/**/TABLE`
     is `DROP TABLE`; a `WHERE` after `--` is no WHERE)."""
-    text = _SQL_COMMENT.sub(" ", text)
+    text = _SQL_COMMENT.sub(" ", _LONG_OPTION.sub(" ", text))
     match = _SQL_DROP.search(text)
     if match:
         statement = match.group(0).strip(_QUOTES)
@@ -132,7 +143,7 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
     commands = analysis.commands
     programs = {c.program for c in commands}
     words = programs.union(*(c.args for c in commands)) if commands else set()
-    if words & _DB_CLIENTS:
+    if words & _DB_CLIENTS or _DB_DRIVER.search(command):
         # the text as the shell passes it (quotes joined: `'DR''OP'` is DROP), and as written
         shown = "\n".join([" ".join(c.args) + "\n" + (c.stdin_code or "") for c in commands])
         finding = sql_finding(shown) or sql_finding(command)
@@ -331,6 +342,7 @@ def _command_findings(cmd: SimpleCommand, scope: Scope, network: bool) -> list[F
     if program in _MAILERS:
         out.append(Finding("external_comms", "mail", f"sends mail with {program}"))
     out.extend(cli_findings(cmd, scope))
+    out.extend(deploy_findings(cmd))
     if "/" not in cmd.raw_program or scope.write_finding(cmd.raw_program) is not None:
         out.extend(Finding("supply_chain", "runs-code", why) for why in opaque(cmd))
     out.append(effect_rules.env_dump(cmd))

@@ -63,10 +63,16 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     elif program == "aws":
         if any(re.match(r"^(delete|terminate|remove|purge|deregister)-", p) for p in pos):
             return hit("prod_infra", "cloud-delete", "aws call that deletes or terminates")
+        if any(re.match(r"^(update|modify|put|publish|deploy|invoke|reboot|stop)-", p)
+               for p in pos[1:2]):
+            return hit("prod_infra", "deploy", f"aws {pos[1]} changes a live resource")
         s3 = pos[pos.index("s3") + 1:][:1] if "s3" in pos else []
         if s3 == ["rb"] or (s3 in (["rm"], ["sync"]) and (
                 "--recursive" in args or "--delete" in args)):
             return hit("prod_infra", "cloud-mass-delete", f"aws s3 {s3[0]} deletes objects in bulk")
+        if s3 in (["cp"], ["sync"], ["mv"]) and pos[-1].startswith("s3://") and not pos[
+                -2].startswith("s3://"):  # an upload replaces what a bucket serves
+            return hit("prod_infra", "deploy", f"aws s3 {s3[0]} uploads to {pos[-1]}")
     elif program in ("gcloud", "az") and "delete" in pos:
         return hit("prod_infra", "cloud-delete", f"{program} ... delete removes cloud resources")
     elif program == "gsutil" and (sub == "rb" or (sub == "rm" and (
@@ -92,7 +98,7 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
                        f"{program} -R on {outside[0]}, outside the workspace")
     elif _deploys(program, sub, pos, args):
         return hit("prod_infra", "deploy", f"{program} deploys to a live environment")
-    elif program == "gh":
+    elif program in ("gh", "glab"):
         return _gh(pos, args)
     elif program in ("pip", "pip3", "uv", "python", "python3") and "install" in pos:
         risky = [a for a in args if a.startswith(("git+", "http://", "https://"))
@@ -137,7 +143,7 @@ def _deploys(program: str, sub: str, pos: list[str], args: list[str]) -> bool:
         return sub == "deploy"
     if program in ("vercel", "netlify"):
         return "--prod" in args
-    return program == "gcloud" and "deploy" in pos
+    return program in ("gcloud", "az") and "deploy" in pos
 
 
 def _docker(cmd: SimpleCommand, pos: list[str]) -> list[Finding]:
@@ -185,11 +191,13 @@ def _mounts(cmd: SimpleCommand, pos: list[str], scope: Scope) -> list[Finding]:
 
 def _gh(pos: list[str], args: list[str]) -> list[Finding]:
     head = pos[:2]
-    if head == ["pr", "merge"]:
+    if head in (["pr", "merge"], ["mr", "merge"]):
         group = "access_control" if "--admin" in args else "source_control"
         return [Finding(group, "gh-merge", "merges a pull request into a shared branch")]
     if head in (["repo", "delete"], ["release", "delete"]):
         return [Finding("destruction", "gh-delete", f"gh {' '.join(head)} deletes it for good")]
+    if head == ["workflow", "run"]:  # a workflow runs with the repository's secrets
+        return [Finding("prod_infra", "deploy", "gh workflow run starts a remote workflow")]
     if head == ["release", "create"]:
         return [Finding("external_comms", "publish", "publishes a GitHub release")]
     if head[:1] == ["api"] and any(a.upper() == "DELETE" for a in args):

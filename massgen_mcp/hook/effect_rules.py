@@ -265,7 +265,10 @@ def _npm_publishes(cmd: SimpleCommand) -> bool:
     if cmd.program == "yarn" and pos[:1] == ["npm"]:
         pos = pos[1:]
     sub = pos[0] if pos else ""
-    return len(sub) >= 2 and "publish".startswith(sub) and not dry
+    # unpublish, deprecate, dist-tag add/rm, owner: they change what the registry serves
+    changes = sub in ("unpublish", "deprecate", "undeprecate", "owner") or (
+        sub in ("dist-tag", "dist-tags") and pos[1:2] in (["add"], ["rm"]))
+    return ((len(sub) >= 2 and "publish".startswith(sub)) or changes) and not dry
 
 
 def publish_findings(cmd: SimpleCommand) -> list[Finding]:

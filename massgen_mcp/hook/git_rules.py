@@ -81,9 +81,13 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
                            f"git {sub} --no-verify skips the repository's hooks"))
     if sub == "push":
         out.extend(_push(rest, scope))
-    elif sub == "reset" and rest.has_long("--hard", "--merge"):
+    elif sub == "reset" and rest.has_long("--hard", "--merge", "--keep"):
         out.append(Finding("destruction", "git-reset-hard",
-                           "git reset --hard/--merge discards uncommitted changes"))
+                           "git reset --hard/--merge/--keep moves the working tree back"))
+    elif sub == "checkout-index" and (rest.has_short_flag("f") or rest.has_long("--force")) and (
+            rest.has_short_flag("a") or rest.has_long("--all")):
+        out.append(Finding("destruction", "git-discard",
+                           "git checkout-index -a -f overwrites the working tree"))
     elif sub == "clean" and (rest.has_short_flag("f") or rest.has_long("--force")) and not (
         rest.has_short_flag("n") or rest.has_long("--dry-run")
     ):

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 _DESTROYS = wordset("drop dropall dropdb destroy purge wipe truncate flush flushall flushdb "
                     "nuke erase delete deleteall del obliterate prune")
 #: Verbs that delete data when the command is about a database or its migrations.
-_DB_DESTROYS = wordset("reset clean rollback downgrade fresh zero remove rm")
-_DB_HINTS = wordset("db database databases pg postgres postgresql mysql mariadb redis mongo "
+_DB_DESTROYS = wordset("reset clean rollback downgrade fresh zero remove rm unlink")
+_DB_HINTS = wordset("db ecto database databases pg postgres postgresql mysql mariadb redis mongo "
                     "mongodb sql sqlite migrate migration migrations schema schemas table "
                     "tables keyspace bucket buckets index indices collection collections kv "
                     "data dataset datasets cache alembic flyway liquibase dbmate knex sequelize "
