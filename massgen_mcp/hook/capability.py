@@ -260,7 +260,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
     if (program not in KNOWN or _interpreter(program)) and any(
             w.subs and w.subs[0][0] == "in" for w in cmd.words[1:2]):
         out.append(f"{program} runs a process substitution the hook cannot see")
-    if program not in KNOWN and program not in _READS_ITS_CODE and not _interpreter(program):
+    if program not in KNOWN and program != "nix-shell" and not _interpreter(program):
         code = [a for i, a in enumerate(args) if _attached_code(a) or (
                 re.split("[=:]", a, maxsplit=1)[0] in _CODE_OPTIONS and not _plain_value(
                     a.split("=", 1)[1] if "=" in a else args[i + 1] if i + 1 < len(args) else ""))]
