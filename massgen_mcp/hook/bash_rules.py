@@ -77,8 +77,7 @@ _QUOTES = " ;'\"\n"
 #: A WHERE that holds for every row (`WHERE 1=1`, `WHERE true`) is no WHERE.
 _WHERE = re.compile(r"\bWHERE\s+(?!(1\s*=\s*1|true|1|'(\w*)'\s*=\s*'\2')\s*(;|$|--|/\*|['\"]))",
                     re.I)
-#: Inline code that loads a database driver runs the SQL it holds (`python3 -c "...sqlite3
-#: ...execute('DROP TABLE t')"`).
+#: Inline code that loads a database driver runs its SQL (`python3 -c "..sqlite3..DROP.."`).
 _DB_DRIVER = re.compile(r"\b(sqlite3|psycopg2?|pymysql|MySQLdb|sqlalchemy|asyncpg|duckdb"
                         r"|better-sqlite3|mysql2|ActiveRecord|Sequel|DBI)\b")
 #: A client's `--command=SQL`: its dashes start an option, not a SQL comment.

@@ -14,12 +14,16 @@ from massgen_mcp.hook.options import option_values
 VI = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "evim", "rvim"})
 
 
+def _scripts(args: list[str]) -> list[str]:
+    """`-c cmd`, `--cmd cmd`, and a cluster of flags ending in -c (`ex -sc 'wq! ~/.bashrc'`),
+    which takes the script all the same."""
+    return option_values(args, ("-c", "--cmd")) + [
+        args[i + 1] for i, a in enumerate(args[:-1]) if re.fullmatch(r"-[a-zA-Z]+c", a)]
+
+
 def vi_commands(cmd: SimpleCommand) -> list[str]:
     """Shell commands an editor run as a script executes (`-c '!cmd'`, `:!cmd` on stdin)."""
-    scripts = option_values(cmd.args, ("-c", "--cmd"))
-    # `ex -sc '!cmd'`: a cluster of flags that ends with -c takes the script all the same
-    scripts += [cmd.args[i + 1] for i, a in enumerate(cmd.args[:-1])
-                if re.fullmatch(r"-[a-zA-Z]+c", a)]
+    scripts = _scripts(cmd.args)
     scripts += [a[1:] for a in cmd.args if a.startswith("+") and len(a) > 1]
     scripts += (cmd.stdin_code or "").splitlines()
     out: list[str] = []
@@ -45,9 +49,9 @@ def vi_writes(cmd: SimpleCommand) -> list[str]:
         for a in cmd.args))
     if not scripted:
         return []
-    files = [a for i, a in enumerate(cmd.args) if not a.startswith(("-", "+"))
-             and (i == 0 or cmd.args[i - 1] not in ("-c", "--cmd", "-S", "-u", "-i", "-T"))]
-    scripts = option_values(cmd.args, ("-c", "--cmd")) + (cmd.stdin_code or "").splitlines()
+    files = [a for i, a in enumerate(cmd.args) if not a.startswith(("-", "+")) and (
+        i == 0 or not re.fullmatch(r"-[a-zA-Z]*c|--cmd|-[SuiT]", cmd.args[i - 1]))]
+    scripts = _scripts(cmd.args) + (cmd.stdin_code or "").splitlines()
     for script in scripts:
         for m in re.finditer(r"(?:^|\|)\s*:?\s*(?:w|write|sav|saveas|wq|x)!?\s+(?!!)(\S+)",
                              script):

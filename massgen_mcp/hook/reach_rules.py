@@ -27,9 +27,9 @@ import os
 import re
 from shlex import join
 
-from massgen_mcp.hook.capability import option_values
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.interp_rules import interpreter
+from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.programs import KNOWN
 from massgen_mcp.hook.scope import Scope, is_under
@@ -111,13 +111,6 @@ def reach_findings(cmd: SimpleCommand, scope: Scope,
                                        cmd.args) and (hit := finds_secrets(cmd)):
         out.append(Finding("secrets", "print-secret",
                            f"find runs a program on the files named {hit!r}, which are secrets"))
-    if cmd.program in ("systemctl", "loginctl") and any(a in (
-            "link", "enable", "enable-linger", "preset", "edit", "reenable", "add-wants",
-            "add-requires", "start", "restart", "try-restart", "reload-or-restart")
-            for a in cmd.args):
-        out.append(Finding("prod_infra", "schedule",
-                           f"{cmd.program} installs or starts a service, which runs outside "
-                           "this hook"))
     pos = cmd.positionals()
     if "eval" in pos[:3] and pos[-1] != "eval" and cmd.program not in _SHELLS_AND_BUILDS and not (
             interpreter(cmd.program)):  # `dotnet script eval '...'`, `redis-cli eval "..."`
@@ -136,6 +129,8 @@ def reach_findings(cmd: SimpleCommand, scope: Scope,
 
 
 _SHELLS_AND_BUILDS = wordset("sh bash zsh dash ksh fish eval git make")
+
+
 def _other_channels(cmd: SimpleCommand, scope: Scope,
                     nested: Callable[[str, Scope], list[Finding]]) -> list[Finding]:
     """Code from a file descriptor, container copies and execs, the CLI's own settings."""
