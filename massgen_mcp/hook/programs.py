@@ -47,5 +47,5 @@ KNOWN = wordset(
     "jekyll cypress ant lein msbuild skaffold tilt minikube kind k3d buildah "
     "skopeo crane act lefthook commitlint lerna nx turbo rollup esbuild parcel swc babel "
     "terser postcss sass tailwindcss stylelint markdownlint cspell codespell typos vale "
-    "hadolint actionlint yamllint taplo bandit pip-audit semgrep trivy grype syft cosign "
-    "gitleaks clang-format clang-tidy cppcheck valgrind-none ccache sccache")
+    "hadolint actionlint yamllint kubeval kubeconform taplo bandit pip-audit semgrep trivy grype "
+    "syft cosign gitleaks clang-format clang-tidy cppcheck valgrind-none ccache sccache")
