@@ -206,3 +206,37 @@ async def test_with_redis_down_tools_fail_clearly_and_the_server_stays_up(
         redis_server.restart()
         listed = await c.call_tool("list_runs", {})
         assert [x["run_id"] for x in listed.structured_content["runs"]] == [run_id]
+
+
+async def test_a_run_that_lost_its_lease_stops_and_spends_no_more_calls(
+        provider: ScriptedProvider, redis_url: str, tmp_path: Path) -> None:
+    """Another process takes the lease (or finalized the run) while this one waits on its
+    providers: the run stops without them, and no provider call is made after the loss
+    (its outcome could never be recorded)."""
+    gate = threading.Event()  # set only after the run ended: the waiting calls never return
+    provider.script("lost-a", gated_agent(gate, "NATS"))
+    provider.script("lost-b", gated_agent(gate, "NATS too"))
+    team = make_team(provider, [("a", "openai_chat", "lost-a"), ("b", "openai_chat", "lost-b")])
+    store = open_store(redis_url, tmp_path, lease_ttl=1.0)
+    engine = Engine(tmp_path, Environment({}), store=store)
+
+    async def run() -> RunResult:
+        return await engine.prepare(team, "Which queue?").start()
+
+    try:
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                done: list[RunResult] = []
+                tg.start_soon(lambda: collect(run, done))
+                while len(provider.requests) < 4:  # both answered, both now wait to vote
+                    await anyio.sleep(0.05)
+                [run_id] = store.ids()
+                getattr(store, "client").set(f"massgen:run:{run_id}:lease",  # noqa: B009
+                                             "another-process", px=60_000)
+        calls = len(provider.requests)
+    finally:
+        gate.set()
+    [result] = done
+    assert result.status == "cancelled"  # with its best answer so far, never presented
+    assert "FINAL" not in (result.final_answer or "")
+    assert calls == 4  # nothing asked after the loss

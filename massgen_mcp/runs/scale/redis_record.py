@@ -214,9 +214,11 @@ class RedisRecord:
 
     def cancel_requested(self) -> bool:
         """Has any process asked this run to stop? (Polled by the lease thread, ≤ 0.5 s old.)
-        The runner's event loop asks every 0.25 s: that is also its sign of life."""
+        The runner's event loop asks every 0.25 s: that is also its sign of life. A run whose
+        lease is lost stops too: nothing it still does would be recorded, so every further
+        provider call would be money spent on an outcome nobody can read."""
         self.beat = time.monotonic()
-        return self.cancel_flag
+        return self.cancel_flag or self.lease_lost
 
     def alive(self) -> bool:
         """Should the lease thread renew this run's lease? Yes, unless the event loop that
