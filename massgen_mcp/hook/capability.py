@@ -155,6 +155,8 @@ def embedded(cmd: SimpleCommand) -> list[str]:
         lines += option_values(args, ("-TT", "--unzip-command"))
     elif program in ("less", "more", "most"):  # `less +'!cmd'`: an initial command
         lines += [a.split("!", 1)[1] for a in args if a.startswith("+") and "!" in a]
+    elif program == "man":  # its pager and its HTML browser are command lines
+        lines += option_values(args, ("-P", "--pager", "-H", "--html"))
     elif program in VI or program == "ed":
         lines += vi_commands(cmd)
     elif program == "git":
@@ -193,6 +195,8 @@ def embedded(cmd: SimpleCommand) -> list[str]:
     if program == "gdb":
         lines += [v.split(None, 1)[1] for v in option_values(args, ("-ex", "--eval-command"))
                   if v.startswith(("shell ", "! "))]
+        if "--args" in args:  # the program it debugs, with its arguments
+            lines.append(join(args[args.index("--args") + 1:]))
     return lines
 
 
@@ -263,7 +267,8 @@ def opaque(cmd: SimpleCommand) -> list[str]:
     if program not in KNOWN and program != "nix-shell" and not _interpreter(program):
         code = [a for i, a in enumerate(args) if _attached_code(a) or (
                 re.split("[=:]", a, maxsplit=1)[0] in _CODE_OPTIONS and not _plain_value(
-                    a.split("=", 1)[1] if "=" in a else args[i + 1] if i + 1 < len(args) else ""))]
+                    a.split("=", 1)[1] if "=" in a else args[i + 1] if i + 1 < len(args) else "",
+                    program))]
         if code:
             out.append(f"{program} is given code ({code[0].split('=', 1)[0]}), and the hook "
                        "does not know what it runs")
@@ -280,11 +285,41 @@ def _attached_code(arg: str) -> bool:
     return arg[:2] in _CODE_OPTIONS and len(arg) > 2 and bool(re.search(r"[\s|;&$`<>]", arg))
 
 
-def _plain_value(value: str) -> bool:
+def _plain_value(value: str, program: str) -> bool:
     """An option value that is a command line of a program the hook knows (`--exec 'python
-    app.py'`, `-c pytest`): the reach rules analyse it like the line itself."""
+    app.py'`, `-c pytest`): the reach rules analyse it like the line itself. For gdb, a
+    command that only looks (`bt`, `info registers`, `p var`, a bare `run`)."""
     words = value.split()
+    if program == "gdb":
+        return bool(words) and "(" not in value and (
+            words[0] in _GDB_LOOKS or (words[0] in ("run", "r", "start") and len(words) == 1)
+            or (words[0] == "set" and words[1:2] in (["pagination"], ["confirm"], ["print"],
+                                                      ["width"], ["height"])))
+    if program in ("mongosh", "mongo"):
+        return all(_MONGO_READ.fullmatch(part.strip()) for part in value.split(";")
+                   if part.strip()) and not re.search(r"\$where|function|=>|`|require", value)
     return bool(words) and words[0] in KNOWN
+
+
+#: A mongo shell statement that only reads: a query or a status, maybe printed. Arguments
+#: hold no brackets, so no call hides in them; `runCommand` only with a read-only command.
+_ARGS = r"\((?:[^()]*)\)"
+_MONGO_READ = re.compile(
+    r"(?:printjson|print|console\.log)?\(?\s*(?:db(?:\.getSiblingDB\(\s*['\"][\w-]+['\"]\s*\))?"
+    r"(?:\.getCollection\(\s*['\"][\w.-]+['\"]\s*\)|\.[A-Za-z_]\w*)??"
+    r"\.(?:find|findOne|countDocuments|count|estimatedDocumentCount|distinct|stats|"
+    r"getCollectionNames|getCollectionInfos|getName|version|serverStatus|hostInfo|getIndexes|"
+    r"currentOp|hello|isMaster|dataSize|totalSize)" + _ARGS
+    + r"(?:\.(?:limit|sort|skip|toArray|pretty|count|explain|itcount|size)" + _ARGS + r")*"
+    r"|db\.(?:runCommand|adminCommand)\(\s*\{\s*['\"]?(?:ping|serverStatus|dbStats|collStats|"
+    r"buildInfo|hello|isMaster|listCollections|listDatabases)['\"]?\s*:[^()]*\}\s*\)"
+    r"|rs\.(?:status|conf|isMaster|hello)\(\)|sh\.status\(\))\s*\)?")
+
+#: gdb commands that inspect or step the program; `print`/`call` of a function (a `(`) may
+#: run anything in it, `shell`/`python`/`source`/`pipe`/`dump`/`set logging` are not here.
+_GDB_LOOKS = wordset("bt backtrace where info i print p x list l frame f up down thread "
+                     "continue c next n step s stepi si nexti ni finish quit q disassemble "
+                     "display break b tbreak watch delete kill")
 
 
 def _interpreter(program: str) -> bool:

@@ -130,7 +130,7 @@ def download_targets(cmd: SimpleCommand) -> list[str]:
     return out
 
 
-def _content(cmd: SimpleCommand) -> str | None:
+def output_text(cmd: SimpleCommand) -> str | None:
     """What a command writes to its output, when the line shows it (else None)."""
     if cmd.program == "echo":
         return " ".join(a for a in cmd.args if a not in ("-n", "-e", "-E"))
@@ -150,7 +150,7 @@ def record_writes(cmd: SimpleCommand, out: Analysis) -> None:
     if cmd.program in ("cp", "mv", "install", "ln") and len(cmd.positionals()) >= 2:
         targets.append(cmd.positionals()[-1])
     targets += _clone_dir(cmd)
-    text = _content(cmd) if cmd.program in ("echo", "printf", "cat", "tee") else None
+    text = output_text(cmd) if cmd.program in ("echo", "printf", "cat", "tee") else None
     for target in targets:
         if target and UNKNOWN not in target:
             out.written[os.path.normpath(target)] = text

@@ -13,6 +13,13 @@ from __future__ import annotations
 
 _TABLE: dict[str, str | tuple[str, ...]] = {
     "npm": "dry-run",
+    "man": (  # man-db 2.x
+        "all apropos ascii catman config-file debug default ditroff encoding extension "
+        "gxditview help html ignore-case locale local-file location location-cat manpath "
+        "match-case names-only no-hyphenation no-justification no-subpages nh nj "
+        "pager preprocessor prompt recode regex sections systems troff troff-device update "
+        "usage warnings whatis wildcard"
+    ),
     "pnpm": "dry-run",
     "yarn": "dry-run",
     "rm": (

@@ -48,4 +48,8 @@ KNOWN = wordset(
     "skopeo crane act lefthook commitlint lerna nx turbo rollup esbuild parcel swc babel "
     "terser postcss sass tailwindcss stylelint markdownlint cspell codespell typos vale "
     "hadolint actionlint yamllint kubeval kubeconform taplo bandit pip-audit semgrep trivy grype "
-    "syft cosign gitleaks clang-format clang-tidy cppcheck valgrind-none ccache sccache")
+    "syft cosign gitleaks clang-format clang-tidy cppcheck valgrind-none ccache sccache "
+    # documentation readers (operands are page names; the pager options are judged by
+    # `sources.py`), renderers of piped text and things that speak or print it
+    "man info tldr pydoc pydoc3 apropos whatis dot neato fdp sfdp circo twopi plantuml mmdc "
+    "d2 lp lpr espeak say")

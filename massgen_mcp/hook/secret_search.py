@@ -116,6 +116,9 @@ _WORD_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
 _STORE_WORDS = wordset("secret secrets secretsmanager keyvault password passwords credential "
                        "credentials")
+#: Python's `secrets` module makes random tokens; it reads no store.
+_PY_SECRETS = re.compile(r"\b(?:import\s+secrets\b|from\s+secrets\s+import\b|secrets\.(?:"
+                         r"token_\w+|choice|randbelow|randbits|compare_digest|SystemRandom))")
 _STORE_READS = wordset("get show access read download value reveal export pull print dump "
                        "decrypt view describe cat output")
 
@@ -129,7 +132,8 @@ def secret_store_read(cmd: SimpleCommand) -> str | None:
         return f"{cmd.program} -p prints {hit}, a secret variable" if hit else None
     if cmd.program in _SEARCHERS:  # `grep -rn get_secret src/` looks for code, not values
         return None
-    parts = {p.lower() for w in cmd.positionals()[:6] for p in _WORD_PARTS.findall(w)}
+    parts = {p.lower() for w in cmd.positionals()[:6]
+             for p in _WORD_PARTS.findall(_PY_SECRETS.sub(" ", w))}
     dumps = any(a in ("-o", "--output", "--raw", "--plaintext", "--reveal", "-raw") or
                 a.startswith(("-ojson", "-oyaml", "-ojsonpath", "--output=")) for a in cmd.args)
     reads = parts & _STORE_READS

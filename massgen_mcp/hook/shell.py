@@ -97,8 +97,9 @@ def _script(text: str, out: Analysis, depth: int, outer: dict[str, str]) -> None
 
     def finish(end_pipeline: bool) -> None:
         nonlocal words, redirs, pipeline
-        if words or redirs:
-            cmd = _command(words, redirs, out, depth, variables)
+        if words or redirs:  # a stage's stdin: what the one before prints, when shown
+            cmd = _command(words, redirs, out, depth, variables,
+                           channels.output_text(pipeline[-1]) if pipeline else None)
             if cmd is not None:
                 cmd.pipe_stage = len(pipeline)
                 pipeline.append(cmd)
@@ -169,7 +170,7 @@ def _subst_vars(word: Word, variables: dict[str, str]) -> str:
 
 
 def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
-             variables: dict[str, str]) -> SimpleCommand | None:
+             variables: dict[str, str], piped: str | None) -> SimpleCommand | None:
     words = expand_words(words, os.environ.get("HOME", "~"), simple_commands)
 
     def run(script: str) -> None:
@@ -222,7 +223,7 @@ def _command(words: list[Word], redirs: list[Redir], out: Analysis, depth: int,
         values = channels.git_env_config(values, {**variables, **env}, out)
     cmd = SimpleCommand(base, resolve_long(base, values[1:]), redirects, raw_program=program)
     cmd.words, cmd.computed, cmd.from_xargs, cmd.env = kept, computed, from_xargs, env
-    cmd.redir_words = [r for r in redirs if r.target is not None]
+    cmd.redir_words, cmd.stdin_code = [r for r in redirs if r.target is not None], piped
     for redir in redirs:
         if redir.op in ("<<", "<<-") and redir.body is not None:
             cmd.stdin_code = redir.body
