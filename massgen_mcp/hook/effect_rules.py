@@ -102,7 +102,26 @@ def secret_route(cmd: SimpleCommand) -> str | None:
             program == "gh" and pos[:2] == ["auth", "status"] and (
                 "-t" in args or "--show-token" in args)):
         return "gh prints the GitHub token into the transcript"
+    if program in ("npm", "pnpm", "yarn") and pos[:2] in (["config", "get"], ["get"]) and any(
+            _AUTH_SETTING.search(p) for p in pos[1:]):
+        return f"{program} config get prints a registry credential"
+    if program in _READERS and (body := next((b for w in cmd.words[1:] for kind, b in w.subs
+                                              if kind == "cmd" and _LISTS_SECRETS.search(b)),
+                                             None)):
+        return f"{program} reads the files `$({body[:40]})` lists, which may name secrets"
     return None
+
+
+_AUTH_SETTING = re.compile(r"(?i)auth|token|password|_pass\b")
+#: Readers whose file operands may come from a substitution (`cat $(ls -a | grep env)`).
+_READERS = wordset("cat less more head tail bat nl tac od xxd hexdump strings base64 "
+                   "paste column sed awk grep sort uniq cut tr jq yq diff")
+#: A substitution that lists files and may name secret ones: by a secret-ish name, or by
+#: listing hidden files (`ls -a`, `fd -H`, `find` with no name filter).
+_LISTS_SECRETS = re.compile(
+    r"(?i)\.env|\benv\b|secret|cred|token|passw|\bkeys?\b|\.key\b|\.pem|netrc|npmrc|pypirc|"
+    r"\.ssh|\.aws|\.kube|id_(?:rsa|ed25519|ecdsa)|\bls\s+-\w*[aA]|\bfd\b.*\s-(?:H|-hidden)|"
+    r"\bfind\b(?!.*\s-i?(?:name|path|regex)\s)|\^\\?\.")
 
 
 def remote_url_source(cmd: SimpleCommand) -> bool:
