@@ -55,7 +55,7 @@ def _why(program: str, args: list[str], pos: list[str]) -> list[str]:
             return ["--registry"]
     if program in _CONDA and (pos[:1] == ["config"] and any(
             a.split("=", 1)[0] in ("--add", "--append", "--prepend", "--set", "--file")
-            for a in low)) and any(
+            for a in low) or pos[1:2] in (["append"], ["prepend"], ["set"])) and any(
             ("channel" in a and "channel_priority" not in a) or a == "--file" for a in low):
         return ["conda config"]
     if program in _CONDA and any(_ELSEWHERE.search(v) for v in _values(args, ("-c", "--channel"))):

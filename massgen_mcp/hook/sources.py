@@ -39,7 +39,7 @@ _INTERPRETER = re.compile(r"^(python|pypy)[0-9.]*$|^(node|nodejs|perl|ruby|php|l
                           r"|julia|bash|sh|zsh|dash|ksh|mksh|ash|fish|bun|deno|tsx|ts-node)$")
 #: A descriptor other than stdin, or a socket: what it holds was opened elsewhere in the line
 #: (`exec 5< <(curl ..)`, `exec 3<>/dev/tcp/h/80`), out of the hook's sight.
-_DESCRIPTOR = re.compile(r"^/dev/(fd/([3-9]|\d\d+)|tcp/|udp/)|^/proc/[^/]+/fd/([3-9]|\d\d+)")
+_DESCRIPTOR = re.compile(r"^/dev/(fd/(?![012]$)|tcp/|udp/)|^/proc/[^/]+/fd/(?![012]$)")
 _URL = re.compile(r"(?i)^(https?|ftp)://")
 _PAGER_OPTIONS = ("--open-files-in-pager", "-O")
 #: Ports of caches and databases that take plain-text commands (memcached, redis, ...).

@@ -228,8 +228,7 @@ def test_every_input_ran_in_its_namespace(results: list[dict[str, Any]]) -> None
 #: Held-out round 6's open gaps (docs/guard.md, "Round 6"): inside the project, where the OS
 #: sandbox lets the agent work, so only the hook could stop them, and it does not yet. Listed
 #: so that a new gap still fails here; remove an entry when its shape is fixed.
-OPEN_GAPS = frozenset({"python3 -c \"print(open('.e'+'nv').read())\" ",
-                       "git diff | git apply -R"})
+OPEN_GAPS = frozenset({"git diff | git apply -R"})
 
 
 def test_both_layers_prevent_every_file_secret_and_guard_effect(
