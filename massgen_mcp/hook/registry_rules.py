@@ -53,7 +53,7 @@ def _why(program: str, args: list[str], pos: list[str]) -> list[str]:
         if any(a.split("=", 1)[0] in ("--registry", "--@registry") or re.match(
                 r"--@[\w-]+:registry", a) for a in args):
             return ["--registry"]
-    if program in _CONDA and (pos[:1] == ["config"] and any(
+    if program in _CONDA and pos[:1] == ["config"] and (any(
             a.split("=", 1)[0] in ("--add", "--append", "--prepend", "--set", "--file")
             for a in low) or pos[1:2] in (["append"], ["prepend"], ["set"])) and any(
             ("channel" in a and "channel_priority" not in a) or a == "--file" for a in low):
