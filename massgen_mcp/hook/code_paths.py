@@ -29,6 +29,8 @@ _OPENS = re.compile(
 _BARE = frozenset({"open", "fopen", "file_get_contents", "readfile", "readFileSync",
                    "readFile", "createReadStream", "dofile", "loadfile", "Path", "require",
                    "require_once", "include", "include_once"})
+#: Node's fs methods, whatever object holds them (`require('fs').readFileSync(..)`).
+_FS_METHODS = frozenset({"readFileSync", "readFile", "createReadStream"})
 _PERL_OPEN = re.compile(r"\bopen\s*\(?\s*(?:my\s+)?[$\w]+\s*,")
 _LITERAL = re.compile(r"""(?:[rbuRB]{0,2})(["'])((?:(?!\1)[^\\]|\\.)*)\1|`([^`$]*)`""", re.S)
 _ARGV = re.compile(r"(sys\.argv|process\.argv|ARGV|\$ARGV|\$argv|\barg)\s*\[\s*(\d+)\s*\]")
@@ -130,9 +132,10 @@ def opened_paths(code: str, family: str | None) -> list[str | None]:
     """The path each open/read call of the code names (None: one it computes unseen)."""
     out: list[str | None] = []
     for m in _OPENS.finditer(code):
-        if m.group(0)[0].isalpha() and "." not in m.group(0).split("(")[0] and (
-                m.group("f") not in _BARE):
-            continue
+        bare = "." not in m.group(0).split("(")[0]
+        if bare and (m.group("f") not in _BARE or (code[m.start() - 1:m.start()] == "." and (
+                m.group("f") not in _FS_METHODS))):
+            continue  # `f.read()`, `zf.open(name)`: a method of some other object
         args = split_args(call_arg(code, m.end()))
         if m.group("f") == "open" and family == "perl" and len(args) >= 2:
             continue  # judged below, with perl's own argument order
