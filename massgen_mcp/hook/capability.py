@@ -240,7 +240,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
     out: list[str] = schedules(cmd)
     if program in VI and any(v in ("-", "/dev/stdin") for v in option_values(args, ("-l",))):
         out.append(f"{program} -l runs a Lua program from stdin, which the hook cannot read")
-    if program in VI or program == "ed":
+    if program in VI or program in ("ed", "emacs"):
         out += vi_opaque(cmd)
     if program == "make" and (any(a in ("-", "/dev/stdin") for a in option_values(
             args, ("-f", "--file", "--makefile"))) or option_values(args, ("--eval", "-E"))):

@@ -49,6 +49,10 @@ _LANGUAGES = re.compile(r"^(lua|luado|luafile|py|py3|python|python3|pyx|pythonx|
 _LUA_REACH = re.compile(r"\b(os|io|vim\.fn|vim\.system|vim\.loop|vim\.uv|vim\.cmd|vim\.api"
                         r"|jobstart|termopen|load|loadstring|dofile|loadfile|debug|package)\b")
 _SHELL_CALLS = re.compile(r"(call\s+)?(system|systemlist|jobstart|termopen|job_start)\((.*)\)")
+#: Script functions that write, delete or rename the file named by an argument (a literal
+#: path in group 2 or 3, else computed): `writefile(lines, path)`, `delete(path)`.
+_FILE_CALLS = re.compile(r"""\b(writefile\s*\([^,]*,|delete\s*\(|rename\s*\(|mkdir\s*\()"""
+                         r"""\s*(?:"([^"]*)"|'([^']*)'|(?=[^"'\s]))""")
 _LITERAL = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')\s*""")
 
 
@@ -82,6 +86,9 @@ def _commands(text: str, out: list[str], why: list[str], depth: int = 0) -> None
                 m.group(2)):
             why.append(f"`:{m.group(1)}` runs code of another language, which the hook "
                        "cannot read")
+    elif any(not (literal.group(2) or literal.group(3)) for literal in _FILE_CALLS.finditer(
+            text)):
+        why.append("a script function writes or deletes a file named at run time")
     elif (m := re.match(r"(so|source|ru|runtime)!?\s+(\S+)", text)) and _outside(m.group(2)):
         why.append(f"`:{m.group(1)} {m.group(2)}` runs a script from outside the project")
 
@@ -99,6 +106,9 @@ def _vi_scan(cmd: SimpleCommand) -> tuple[list[str], list[str]]:
     for script in scripts:
         for part in _parts(script):
             _commands(part, out, why)
+    if cmd.program == "emacs":  # `--batch -l FILE` runs that Lisp file
+        return out, [f"emacs loads {p}, Lisp from outside the project" for p in option_values(
+            cmd.args, ("-l", "--load", "-script", "--script", "-x")) if _outside(p)]
     for path in option_values(cmd.args, ("-S", "-u")):
         if path not in ("NONE", "NORC", "DEFAULTS") and _outside(path):
             why.append(f"{cmd.program} sources {path}, a script from outside the project")
@@ -129,7 +139,10 @@ def vi_writes(cmd: SimpleCommand) -> list[str]:
         i == 0 or not re.fullmatch(r"-[a-zA-Z]*c|--cmd|-[SuiT]", cmd.args[i - 1]))]
     scripts = _scripts(cmd.args) + (cmd.stdin_code or "").splitlines()
     for script in scripts:
-        for m in re.finditer(r"(?:^|\|)\s*:?\s*(?:w|write|sav|saveas|wq|x)!?\s+(?!!)(\S+)",
-                             script):
-            files.append(m.group(1))
+        for m in re.finditer(r"(?:^|\|)\s*:?\s*(?:w|write|sav|saveas|wq|x|mks|mksession|mkvie"
+                             r"|mkview|mkv|mkvimrc|mkexrc|wv|wviminfo|wsh|wshada)!?\s+(?!!)(\S+)"
+                             r"|redir!?\s*>>?\s*(\S+)", script):
+            files.append(m.group(1) or m.group(2))
+        files += [m.group(2) or m.group(3) for m in _FILE_CALLS.finditer(script)
+                  if m.group(2) is not None or m.group(3) is not None]
     return files

@@ -28,6 +28,9 @@ _SOURCE_VARS = re.compile(
 _GO_KEYS = re.compile(r"^(GOPROXY|GOSUMDB|GONOSUMDB|GONOSUMCHECK|GOINSECURE)=")
 _NODE = frozenset({"npm", "yarn", "pnpm", "bun"})
 _CONDA = frozenset({"conda", "mamba", "micromamba"})
+_PYPI = frozenset({"pip", "pip3", "uv", "uvx", "pipx", "pdm", "poetry", "hatch", "rye"})
+_INDEX_OPTIONS = frozenset({"-i", "--index", "--index-url", "--default-index", "--extra-index-url",
+                            "-f", "--find-links", "--trusted-host", "--pip-args"})
 _ELSEWHERE = re.compile(r"://|^[/~.]|^file:")
 
 
@@ -53,6 +56,10 @@ def _why(program: str, args: list[str], pos: list[str]) -> list[str]:
         if any(a.split("=", 1)[0] in ("--registry", "--@registry") or re.match(
                 r"--@[\w-]+:registry", a) for a in args):
             return ["--registry"]
+    if program in _PYPI and (found := [a.split("=", 1)[0] for a in args if a.split("=", 1)[
+            0] in _INDEX_OPTIONS and any(_ELSEWHERE.search(v) for v in _values(args, (a.split(
+                "=", 1)[0],)))]):
+        return [found[0]]
     if program in _CONDA and pos[:1] == ["config"] and (any(
             a.split("=", 1)[0] in ("--add", "--append", "--prepend", "--set", "--file")
             for a in low) or pos[1:2] in (["append"], ["prepend"], ["set"])) and any(
