@@ -148,7 +148,8 @@ def record_writes(cmd: SimpleCommand, out: Analysis) -> None:
     if cmd.program == "tee":
         targets += [a for a in cmd.args if not a.startswith("-")]
     targets += download_targets(cmd)
-    if cmd.program in ("cp", "mv", "install", "ln") and len(cmd.positionals()) >= 2:
+    if cmd.program in ("cp", "mv", "install", "ln", "scp", "rsync", "rclone") and len(
+            cmd.positionals()) >= 2:
         targets.append(cmd.positionals()[-1])
     targets += _clone_dir(cmd) + unpack_targets(cmd)
     text = _content(cmd) if cmd.program in ("echo", "printf", "cat", "tee") else None
