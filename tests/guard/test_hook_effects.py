@@ -145,7 +145,10 @@ def code_under_tmp() -> list[str]:
 def run_one(box: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     spec = {"entry": entry, "input": fill(entry["input"]), "sandbox": box["sandbox"],
             "rules": box["rules"], "timeout": TIMEOUT_S,
-            "hook": [sys.executable, "-m", "massgen_mcp.hook.main", "pre-tool-use"]}
+            "hook": [sys.executable, "-m", "massgen_mcp.hook.main", "pre-tool-use"],
+            # this checkout's hook, not whichever one the interpreter has installed (a
+            # worktree shares the main checkout's virtual environment)
+            "hook_env": {"PYTHONPATH": str(DRIVER.parent.parent.resolve())}}
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
            "FX_CERT": "/tmp/fxcert/cert.pem", "FX_CERT_KEY": "/tmp/fxcert/key.pem",
            "FX_CA": "/tmp/fxcert/cert.pem"}
