@@ -13,6 +13,7 @@
       bash_rules.py   Bash commands (SQL, secrets, network, pipes into interpreters, ...)
       file_rules.py   rm, mv, rsync --delete, shred, truncate, copying secrets
       interp_rules.py inline code of python -c, perl -e, node -e, ruby -e, awk, ...
+                      (code_paths.py: the paths that code opens, folded or unknown)
       git_rules.py    git (force-push to shared branches, reset --hard, clean, ...)
       git_alias.py    what git runs through aliases and command-valued settings
       cli_rules.py    infrastructure, cloud, containers, GitHub, packages
@@ -21,6 +22,8 @@
       capability.py   by capability, not name: wrappers and options that run a command,
                       (programs.py: the programs the hook knows)
                       unknown programs given code, package runners, scheduling
+                      (editor_rules.py: editors run as scripts; registry_rules.py:
+                      package sources switched by config, option or environment)
       sources.py      code from sources it cannot read: build files from <(..), URLs to
                       runners, pager/PS4 commands, cache ports, a remote DOCKER_HOST
       writers.py      programs that write through options or operands (sort -o, uniq OUT,

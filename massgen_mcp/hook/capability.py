@@ -29,9 +29,10 @@ import re
 from shlex import join, quote
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
-from massgen_mcp.hook.editor_rules import VI, vi_commands
+from massgen_mcp.hook.editor_rules import VI, vi_commands, vi_opaque
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.programs import KNOWN
+from massgen_mcp.hook.registry_rules import switches_source
 from massgen_mcp.hook.schedule_rules import schedules
 from massgen_mcp.hook.sources import hidden_sources
 
@@ -243,6 +244,8 @@ def opaque(cmd: SimpleCommand) -> list[str]:
     out: list[str] = schedules(cmd)
     if program in VI and any(v in ("-", "/dev/stdin") for v in option_values(args, ("-l",))):
         out.append(f"{program} -l runs a Lua program from stdin, which the hook cannot read")
+    if program in VI or program in ("ed", "emacs"):
+        out += vi_opaque(cmd)
     if program == "make" and (any(a in ("-", "/dev/stdin") for a in option_values(
             args, ("-f", "--file", "--makefile"))) or option_values(args, ("--eval", "-E"))):
         out.append("make runs a makefile from stdin or --eval, which the hook cannot see")
@@ -258,7 +261,7 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             code := [a for a in args if a.split("=", 1)[0] in _EVAL_OPTIONS]):
         out.append(f"{program} is given code to evaluate ({code[0].split('=', 1)[0]}), "
                    "which the hook cannot read")
-    out += hidden_sources(cmd)
+    out += hidden_sources(cmd) + switches_source(cmd)
     if program in _PACKAGE_RUNNERS:
         out += _package_runner(cmd)
     if (program not in KNOWN or _interpreter(program)) and any(

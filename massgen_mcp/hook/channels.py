@@ -24,6 +24,7 @@ import os
 import re
 
 from massgen_mcp.hook.lexer import UNKNOWN
+from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.scope import secret_kind
 
 
@@ -147,13 +148,47 @@ def record_writes(cmd: SimpleCommand, out: Analysis) -> None:
     if cmd.program == "tee":
         targets += [a for a in cmd.args if not a.startswith("-")]
     targets += download_targets(cmd)
-    if cmd.program in ("cp", "mv", "install", "ln") and len(cmd.positionals()) >= 2:
+    if cmd.program in ("cp", "mv", "install", "ln", "scp", "rsync", "rclone") and len(
+            cmd.positionals()) >= 2:
         targets.append(cmd.positionals()[-1])
-    targets += _clone_dir(cmd)
+    targets += _clone_dir(cmd) + unpack_targets(cmd)
     text = output_text(cmd) if cmd.program in ("echo", "printf", "cat", "tee") else None
     for target in targets:
         if target and UNKNOWN not in target:
             out.written[os.path.normpath(target)] = text
+
+
+_GUNZIP = {"gunzip": "", "gzip": "d", "unxz": "", "xz": "d", "bunzip2": "", "bzip2": "d",
+           "unzstd": "", "zstd": "d", "unlz4": "", "lz4": "d", "uncompress": ""}
+
+
+def unpack_targets(cmd: SimpleCommand) -> list[str]:
+    """Where an unpacker writes files the hook cannot see: the directory it extracts into
+    (`.` for the current one: any relative path there may now be the archive's), or the
+    file a decompressor leaves (`gunzip x.sh.gz` -> `x.sh`)."""
+    program, args, pos = cmd.program, cmd.args, cmd.positionals()
+    extracts = False
+    if program in ("tar", "bsdtar", "gtar"):
+        first = args[0] if args else ""
+        extracts = any(a in ("-x", "--extract", "--get") or (
+            re.fullmatch(r"-[A-Za-z]*x[A-Za-z]*", a)) for a in args) or (
+            bool(re.fullmatch(r"[A-Za-z]*x[A-Za-z]*", first)))
+        dest = option_values(args, ("-C", "--directory"))
+    elif program in ("unzip", "ditto", "jar", "unrar", "7z", "7za", "7zz", "ar", "cpio", "pax"):
+        extracts = (program == "unzip" and not any(
+            re.fullmatch(r"-[a-zA-Z]*[lptvZ][a-zA-Z]*", a) for a in args)) or (
+            program in ("jar", "unrar", "7z", "7za", "7zz", "ar") and pos[:1] in (
+                ["x"], ["e"], ["xf"], ["xvf"])) or (program == "cpio" and (
+                    cmd.has_short_flag("i") or "--extract" in args)) or (
+            program == "pax" and cmd.has_short_flag("r")) or program == "ditto"
+        dest = option_values(args, ("-d",)) + [a[2:] for a in args if a.startswith("-o")
+                                                and program.startswith("7z")]
+    elif program in _GUNZIP and (not _GUNZIP[program] or cmd.has_short_flag("d")
+                                 or "--decompress" in args) and not cmd.has_short_flag("c"):
+        return [re.sub(r"\.(gz|xz|bz2|zst|lz4|Z|tgz)$", "", p) for p in pos]
+    else:
+        return []
+    return (dest or ["."]) if extracts else []
 
 
 _CLONE_VALUES = frozenset({"-b", "--branch", "--depth", "-o", "--origin", "-c", "--config",
@@ -234,9 +269,10 @@ def script_runs(cmd: SimpleCommand, out: Analysis, shells: frozenset[str],
     if script is None:
         return
     key = os.path.normpath(script)
-    if (fetched := next((d for d in out.written if key.startswith(d + "/")), None)) is not None:
-        out.gate(f"runs {script} from {fetched}, which this line fetched (code the hook "
-                 "cannot see)", rule="run-written-script")
+    if (fetched := next((d for d in out.written if key.startswith(d + "/") or (
+            d == "." and not key.startswith(("/", "..")))), None)) is not None:
+        out.gate(f"runs {script} from {fetched}, which this line fetched or unpacked (code "
+                 "the hook cannot see)", rule="run-written-script")
         return
     if key not in out.written:
         return

@@ -21,6 +21,9 @@ from __future__ import annotations
 import base64
 import re
 
+from massgen_mcp.hook.code_paths import STRING as _STRING
+from massgen_mcp.hook.code_paths import call_arg as _call_arg
+from massgen_mcp.hook.code_paths import read_findings
 from massgen_mcp.hook.command import SimpleCommand
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
@@ -42,9 +45,6 @@ _CODE_FLAGS: dict[str, tuple[str, ...]] = {
     "awk": (), "gawk": (), "mawk": (), "jshell": (),
 }
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
-_STRING = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
-                     r"|`((?:[^`\\]|\\.)*)`|%x\{([^}]*)\}|qx\{([^}]*)\}|%x\(([^)]*)\)|%x\[([^\]]*)\]"
-                     r"|qx\(([^)]*)\)", re.S)
 _RUNS_SHELL = re.compile(
     r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
     r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
@@ -117,7 +117,8 @@ def inline_code(cmd: SimpleCommand) -> str | None:
         if arg.startswith(flags) and len(arg) > 2 and not arg.startswith("--") and (
                 family == "python"):
             return arg[2:]  # python -c'code'
-    if cmd.stdin_code is not None and not [a for a in cmd.args if not a.startswith("-")]:
+    if cmd.stdin_code is not None and not [a for a in cmd.args if not a.startswith("-")
+                                           and a not in ("/dev/stdin", "/dev/fd/0")]:
         return cmd.stdin_code
     return None
 
@@ -234,7 +235,8 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
         out.append(Finding("supply_chain", "inline-code",
                            f"{name} code decodes and runs hidden code"))
     out.extend(computed_findings(name, code))
-    return out
+    words = [a for a in cmd.args if a != code and not a.startswith("-")]
+    return out + read_findings(name, code, family, words)
 
 
 _READS = re.compile(r"\b(open|read\w*|readFileSync|File\.read|slurp|file_get_contents"
@@ -318,15 +320,6 @@ def _computed_write(func: str, arg: str) -> bool:
         m = re.fullmatch(r"(?:mode\s*=\s*)?\0(\d+)\0", mode)
         return bool(m and re.search(r"[wax+]", literals[int(m.group(1))]))
     return True
-
-
-def _call_arg(code: str, start: int) -> str:
-    depth, j = 1, start
-    while j < len(code) and depth:
-        depth += code[j] == "("
-        depth -= code[j] == ")"
-        j += 1
-    return code[start:j - 1]
 
 
 def computed_findings(name: str, code: str) -> list[Finding]:

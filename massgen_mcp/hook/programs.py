@@ -30,7 +30,7 @@ KNOWN = wordset(
     "playwright webpack vite next tsx ts-node go gofmt cargo rustc rustup rustfmt clippy "
     "make cmake ninja meson bazel gcc g++ cc clang clang++ ld ar nm objdump javac "
     "java mvn gradle gradlew sbt dotnet ruby gem bundle rake rails perl php "
-    "composer lua Rscript julia swiftc xcodebuild mix "
+    "composer lua Rscript julia swiftc xcodebuild mix conda mamba micromamba "
     "docker docker-compose podman kubectl helm terraform tofu terragrunt pulumi aws "
     "gcloud az gsutil psql mysql sqlite3 vim vi nvim ex view ed nano "
     "emacs code sudo doas su runuser watch systemd-run at batch atq atrm crontab systemctl "

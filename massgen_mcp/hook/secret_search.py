@@ -19,6 +19,7 @@ from itertools import islice
 
 from massgen_mcp.hook.active import key_path
 from massgen_mcp.hook.command import SimpleCommand, wordset
+from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, holds_secrets, is_under, secret_kind
 
@@ -92,12 +93,29 @@ def finds_secrets(cmd: SimpleCommand) -> str | None:
 _PRODUCERS = wordset("find fd fdfind ls locate tree")
 
 
+def takes_names_on_stdin(cmd: SimpleCommand) -> bool:
+    """An archiver or copier that reads the names of the files to pack on stdin (`cpio -o`,
+    `pax -w`, `tar -T -`, `zip -@`, `rsync --files-from=-`)."""
+    args = cmd.args
+    return (cmd.program == "cpio" and (cmd.has_short_flag("o") or cmd.has_short_flag("p")
+                                       or "--create" in args or "--pass-through" in args)) or (
+        cmd.program == "pax" and cmd.has_short_flag("w")) or (
+        cmd.program == "zip" and "-@" in args) or (cmd.program in ("tar", "bsdtar", "rsync") and (
+            any(v in ("-", "/dev/stdin") for v in option_values(args, ("-T", "--files-from")))))
+
+
 def pipeline_reach(pipeline: list[SimpleCommand], scope: Scope) -> list[Finding]:
     """`find ~/.config -name 'plan.*' | xargs cat`: paths found under a directory holding
     secrets (or the guard's key) are handed to a program through xargs."""
     keys = os.path.realpath(os.path.dirname(key_path()))
     source = None
-    for cmd in pipeline:
+    for at, cmd in enumerate(pipeline):
+        if takes_names_on_stdin(cmd) and (named := [
+                a for before in pipeline[:at] for a in before.args
+                if secret_kind(re.sub(r"[*?]", "", a))] + [
+                a for a in (cmd.stdin_code or "").split() if secret_kind(a)]):
+            return [Finding("secrets", "copy-secret", f"{cmd.program} packs the files named "
+                            f"on its input, {named[0]} among them (a secret)")]
         if cmd.program in _PRODUCERS:
             for root in cmd.positionals()[:3] or ["."]:
                 where = scope.resolve(root) if not root.startswith("-") else None

@@ -6,6 +6,8 @@ reaches a place it guards by a side door:
 - a build file, init script or makefile given as a process substitution or `/dev/stdin`
   (`make -f <(curl ..)`, `gradle -I <(..)`, `ninja -f <(printf ..)`): the build runs
   whatever arrives;
+- a script read from a descriptor other than stdin or a socket (`bash /dev/fd/5` after
+  `exec 5< <(curl ..)`, `source /proc/self/fd/4`, `sh <&3`);
 - a URL given to a runner as the program (`deno run URL`, `uv run URL`, `python URL`);
 - a command held by an option or variable the program runs: a pager (`git grep -O'cmd'`),
   the trace prompt (`PS4='$(..)' bash -x`), Maven's exec plugin (`-Dexec.executable=sh`),
@@ -34,7 +36,10 @@ _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 _URL_RUNNERS = {"deno": "run", "bun": "run", "uv": "run", "pipx": "run", "uvx": "",
                 "npx": "", "bunx": "", "pnpm": "dlx", "ts-node": "", "tsx": ""}
 _INTERPRETER = re.compile(r"^(python|pypy)[0-9.]*$|^(node|nodejs|perl|ruby|php|lua|Rscript"
-                          r"|julia|bash|sh|zsh|dash)$")
+                          r"|julia|bash|sh|zsh|dash|ksh|mksh|ash|fish|bun|deno|tsx|ts-node)$")
+#: A descriptor other than stdin, or a socket: what it holds was opened elsewhere in the line
+#: (`exec 5< <(curl ..)`, `exec 3<>/dev/tcp/h/80`), out of the hook's sight.
+_DESCRIPTOR = re.compile(r"^/dev/(fd/(?![012]$)|tcp/|udp/)|^/proc/[^/]+/fd/(?![012]$)")
 _URL = re.compile(r"(?i)^(https?|ftp)://")
 _PAGER_OPTIONS = ("--open-files-in-pager", "-O")
 #: Ports of caches and databases that take plain-text commands (memcached, redis, ...).
@@ -52,6 +57,12 @@ def hidden_sources(cmd: SimpleCommand) -> list[str]:
             kind == "in" for w in cmd.words[1:] for kind, _ in w.subs)):
         out.append(f"{program} reads its build file from a process substitution or stdin "
                    "(code from a source the hook cannot read)")
+    runner = bool(_INTERPRETER.match(program)) or program in ("source", ".")
+    if runner and (any(_DESCRIPTOR.match(a) for a in args) or any(
+            op in ("<&", "<") and ((t.isdigit() and int(t) > 2) or _DESCRIPTOR.match(t))
+            for op, t in cmd.redirects)):
+        out.append(f"{program} runs code read from a file descriptor or socket (a process "
+                   "substitution or a download opened elsewhere in the line)")
     if (url := _runs_url(cmd)) is not None:
         out.append(f"{program} runs the program at {url[:80]}, which the hook cannot see")
     if program == "git" and (held := [a for a in args if a.split("=", 1)[0] in _PAGER_OPTIONS
