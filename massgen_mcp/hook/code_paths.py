@@ -125,6 +125,30 @@ def fold(expr: str, code: str, depth: int = 0) -> str | None:
         values = re.findall(rf"(?<![\w.]){re.escape(expr)}\s*=(?!=)\s*([^;\n]+)", code)
         if len(values) == 1:
             return fold(values[0].strip().rstrip(";"), code, depth + 1)
+        return _globbed(expr, code)
+    return None
+
+
+#: `for f in glob.glob('src/*.py')`, `for p in Path('src').rglob('*.py')`,
+#: `Dir["lib/**/*.rb"].each { |f|`: a loop variable drawn from a glob of a literal pattern.
+_GLOB_LOOP = (r"for\s+{n}\s+in\s+(?:glob\.i?glob|i?glob|(?:pathlib\.)?Path\("
+              r"\s*(['\"])([^'\"]*)\1\s*\)\.r?glob)\(\s*(['\"])([^'\"]+)\3",
+              r"Dir(?:\.glob\(|\[)\s*(['\"])()([^'\"]+)\1[^{]*\{\s*\|\s*{n}\s*\|")
+#: What such a pattern may match without naming a secret: files by a code, text or data
+#: extension, in no hidden directory (json/yaml only below a named directory).
+_SAFE_GLOB = re.compile(r"(?:[\w-]+/)*(?:\*\*/)*\*?[\w-]*\*?\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|md|"
+                        r"rst|txt|rb|go|rs|java|kt|c|h|cc|cpp|hpp|cs|css|scss|html|csv|tsv|"
+                        r"ipynb|sql|sh|toml|xml|svg|vue|svelte|php|swift|lock)")
+_DATA_GLOB = re.compile(r"(?:\.github/|[\w-]+/)(?:[\w-]+/)*\*\.(?:json|ya?ml)")
+
+
+def _globbed(name: str, code: str) -> str | None:
+    for pattern in _GLOB_LOOP:
+        if m := re.search(pattern.replace("{n}", re.escape(name)), code):
+            root, glob = m.group(2), m.group(4) if m.lastindex and m.lastindex >= 4 else m.group(3)
+            path = f"{root.rstrip('/')}/{glob}" if root and root != "." else glob
+            return path if _SAFE_GLOB.fullmatch(path) or (_DATA_GLOB.fullmatch(path) and not (
+                re.search(r"(?i)conf|secret|cred|key|auth|priv|cert|token", path))) else None
     return None
 
 
