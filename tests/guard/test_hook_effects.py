@@ -145,7 +145,10 @@ def code_under_tmp() -> list[str]:
 def run_one(box: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     spec = {"entry": entry, "input": fill(entry["input"]), "sandbox": box["sandbox"],
             "rules": box["rules"], "timeout": TIMEOUT_S,
-            "hook": [sys.executable, "-m", "massgen_mcp.hook.main", "pre-tool-use"]}
+            "hook": [sys.executable, "-m", "massgen_mcp.hook.main", "pre-tool-use"],
+            # The checkout under test, not whatever copy the interpreter has installed (an
+            # editable install of another worktree judged inputs its rules did not know).
+            "hook_env": {"PYTHONPATH": str(DRIVER.parent.parent.resolve())}}
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
            "FX_CERT": "/tmp/fxcert/cert.pem", "FX_CERT_KEY": "/tmp/fxcert/key.pem",
            "FX_CA": "/tmp/fxcert/cert.pem"}
@@ -228,8 +231,7 @@ def test_every_input_ran_in_its_namespace(results: list[dict[str, Any]]) -> None
 #: Held-out round 6's open gaps (docs/guard.md, "Round 6"): inside the project, where the OS
 #: sandbox lets the agent work, so only the hook could stop them, and it does not yet. Listed
 #: so that a new gap still fails here; remove an entry when its shape is fixed.
-OPEN_GAPS = frozenset({"python3 -c \"print(open('.e'+'nv').read())\" ",
-                       "git diff | git apply -R"})
+OPEN_GAPS = frozenset({"python3 -c \"print(open('.e'+'nv').read())\" "})
 
 
 def test_both_layers_prevent_every_file_secret_and_guard_effect(
