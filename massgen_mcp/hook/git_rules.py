@@ -283,8 +283,8 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
     for ref in refspecs:
         src, _, dst = ref.lstrip("+").partition(":")
         name = (dst or src).removeprefix("refs/heads/")
-        if UNKNOWN in name or "$" in name:
-            dests.append(None)  # a destination computed at run time
+        if UNKNOWN in name or "$" in name or "*" in name:
+            dests.append(None)  # computed at run time, or every branch a wildcard matches
             continue
         dests.append(current_branch(scope.cwd) if name in ("HEAD", "@") else name)
     if not refspecs:

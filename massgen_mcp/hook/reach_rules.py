@@ -51,7 +51,7 @@ _DB_HINTS = wordset("db ecto database databases pg postgres postgresql mysql mar
                     "data dataset datasets cache alembic flyway liquibase dbmate knex sequelize "
                     "prisma diesel goose typeorm sqlx atlas supabase neon turso")
 #: Project task runners: the task name says what it does (its body is not on the line).
-_TASK_RUNNERS = {"make": "", "just": "", "task": "", "invoke": "", "npm": "run",
+TASK_RUNNERS = {"make": "", "just": "", "task": "", "invoke": "", "npm": "run",
                  "pnpm": "run", "yarn": "", "bun": "run", "rake": "", "mage": "",
                  "gradle": "", "gradlew": "", "mvn": ""}
 #: Options naming where a task runner reads its recipes (a directory or the recipe file).
@@ -203,8 +203,8 @@ def _parts(word: str) -> list[str]:
 def destructive_verb(cmd: SimpleCommand) -> str | None:
     """The destructive verb a command is given as its subcommand or task, or None."""
     program, pos = cmd.program, cmd.positionals()
-    if program in _TASK_RUNNERS:
-        sub = _TASK_RUNNERS[program]
+    if program in TASK_RUNNERS:
+        sub = TASK_RUNNERS[program]
         if sub:
             if pos[:1] != [sub]:
                 return None
