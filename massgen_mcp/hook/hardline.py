@@ -40,6 +40,7 @@ from massgen_mcp.hook.hardline_paths import (
     names_ancestor,
     names_inside,
 )
+from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
 
@@ -330,6 +331,9 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             out.append(_finding("guard", f"names {needle}, where the checkpoint key and "
                                          "signed plans are kept"))
             break
+    # `P=$(which massgen-mcp); chmod -x $P`: a variable holding our path, used later
+    held = re.search(r"\w=\S*(\$\(|`)[^)`]*\bmassgen[-_]mcp\b|\bfor\s+\w+\s+in\s+[^;]*"
+                     r"\bmassgen[-_]mcp\b", command)
     for cmd in commands_of(command):
         if cmd.program.startswith("massgen-mcp") or cmd.program.startswith("massgen_mcp"):
             sub = next((a for a in cmd.args if not a.startswith("--") or a in
@@ -337,8 +341,9 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             if sub not in _OUR_SAFE_SUBCOMMANDS:
                 out.append(_finding("guard", f"runs `massgen-mcp {sub}`, which signs "
                                              "checkpoint plans with the guard's key"))
-        if cmd.program not in _READERS and any(re.search(r"\bmassgen[-_]mcp\b", text) for w in
-                                                cmd.words[1:] for _, text in w.subs):
+        if cmd.program not in _READERS and (any(re.search(r"\bmassgen[-_]mcp\b", text) for w in
+                                                cmd.words[1:] for _, text in w.subs) or (
+                held and any(UNKNOWN in a for a in cmd.args))):
             out.append(_finding("guard", f"{cmd.program} is given the path of massgen-mcp's "
                                          "own program, found at run time"))
         if _uninstalls_us(cmd):
