@@ -15,7 +15,7 @@ import re
 
 from massgen_mcp.hook.command import SimpleCommand, subcommand, wordset
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.reach_rules import TASK_RUNNERS
+from massgen_mcp.hook.reach_rules import project_tasks
 
 #: Verbs that read or stay on this machine, whatever the program.
 _READS = wordset(
@@ -70,12 +70,13 @@ def task_ships(cmd: SimpleCommand) -> str | None:
     """The task of a project task runner whose name says it deploys, releases or publishes
     (its recipe is not on the line; the name is all the hook sees), or None. A dry run, or a
     publish to this machine (`gradle publishToMavenLocal`), stays here."""
-    sub = TASK_RUNNERS.get(cmd.program)
-    pos = [p for p in cmd.positionals() if "=" not in p]
-    if sub is None or (sub and pos[:1] != [sub]) or any(
-            a in ("-n", "--dry-run", "--just-print", "--recon") for a in cmd.args):
+    tasks = project_tasks(cmd)
+    if tasks is None or any(a in ("-n", "--dry-run", "--just-print", "--recon")
+                            for a in cmd.args):
         return None
-    for task in pos[1:] if sub else pos:
+    for task in tasks:
+        if "." in task or "/" in task:  # `make release-notes.md`: a file, not a step
+            continue
         parts = {p.lower() for p in _TASK_PARTS.findall(task)}
         if parts & _SHIPS and "local" not in parts:
             return task

@@ -56,6 +56,9 @@ def http_findings(cmd: SimpleCommand,
         return []
     args, out = cmd.args, []
     methods = option_values(args, ("-X", "--request", "--method"))
+    for i, a in enumerate(args):  # `-sX DELETE`, `-sSXPOST`: -X closing a cluster
+        if re.fullmatch(r"-[a-zA-Z]+X\w*", a) and not a.startswith("-X"):
+            methods.append(a[a.index("X") + 1:] or (args[i + 1:i + 2] or [""])[0])
     pos = cmd.positionals()
     items: list[str] = []
     if cmd.program in _HTTPIE:

@@ -51,7 +51,7 @@ _DB_HINTS = wordset("db ecto database databases pg postgres postgresql mysql mar
                     "data dataset datasets cache alembic flyway liquibase dbmate knex sequelize "
                     "prisma diesel goose typeorm sqlx atlas supabase neon turso")
 #: Project task runners: the task name says what it does (its body is not on the line).
-TASK_RUNNERS = {"make": "", "just": "", "task": "", "invoke": "", "npm": "run",
+TASK_RUNNERS: dict[str, str] = {"make": "", "just": "", "task": "", "invoke": "", "npm": "run",
                  "pnpm": "run", "yarn": "", "bun": "run", "rake": "", "mage": "",
                  "gradle": "", "gradlew": "", "mvn": ""}
 #: Options naming where a task runner reads its recipes (a directory or the recipe file).
@@ -200,15 +200,23 @@ def _parts(word: str) -> list[str]:
     return [w.lower() for w in _WORD_PARTS.findall(word)]
 
 
+def project_tasks(cmd: SimpleCommand) -> list[str] | None:
+    """The tasks a project task runner is asked to run (`make a b`, `npm run-script x`), or
+    None when it runs none. `VAR=value` is a setting, not a task."""
+    sub = TASK_RUNNERS.get(cmd.program)
+    pos = [p for p in cmd.positionals() if "=" not in p]
+    if sub is None or (sub and pos[:1] not in ([sub], [f"{sub}-script"])):
+        return None
+    return pos[1:] if sub else pos
+
+
 def destructive_verb(cmd: SimpleCommand) -> str | None:
     """The destructive verb a command is given as its subcommand or task, or None."""
     program, pos = cmd.program, cmd.positionals()
     if program in TASK_RUNNERS:
-        sub = TASK_RUNNERS[program]
-        if sub:
-            if pos[:1] != [sub]:
-                return None
-            pos = pos[1:]
+        if (tasks := project_tasks(cmd)) is None:
+            return None
+        pos = tasks
         words = pos[:1]
     elif interpreter(program) and pos and pos[0].endswith((".py", "artisan", "console", ".php",
                                                           ".rb", ".js", ".ts")):
