@@ -268,8 +268,8 @@ def opaque(cmd: SimpleCommand) -> list[str]:
             out.append(f"{program} is given code ({code[0].split('=', 1)[0]}), and the hook "
                        "does not know what it runs")
         elif cmd.stdin_code is not None or (cmd.pipe_stage and all(  # `-h host`: a value
-                i and re.fullmatch(r"-\w|--[\w-]+", args[i - 1]) for i, a in enumerate(args)
-                if not a.startswith("-"))):
+                i and re.fullmatch(r"-\w|--[\w-]+", args[i - 1]) and a not in KNOWN
+                for i, a in enumerate(args) if not a.startswith("-"))):
             out.append(f"{program} reads its input on stdin, which may be code the hook "
                        "cannot see")
     return out
