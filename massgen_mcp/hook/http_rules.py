@@ -21,7 +21,6 @@ Standard library only.
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote_plus
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.options import option_values
@@ -80,7 +79,11 @@ def http_findings(cmd: SimpleCommand,
             u for u in urls if _DELETING & _path_words(u)), None)):
         out.append(Finding("destruction", "http-delete",
                            f"{cmd.program} sends {hit}, a request whose path says it deletes"))
-    sent = [unquote_plus(t) for t in [*data, *(u.split("?", 1)[1] for u in urls if "?" in u)]]
+    sent = [*data, *(u.split("?", 1)[1] for u in urls if "?" in u)]
+    if sent:  # imported only for a request with a body or a query
+        from urllib.parse import unquote_plus
+
+        sent = [unquote_plus(t) for t in sent]
     for text in sent:
         if finding := sql(text):
             out.append(finding)
