@@ -36,6 +36,7 @@ from massgen_mcp.hook.reach_rules import reach_findings
 from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, holds_secrets, is_under, secret_kind
 from massgen_mcp.hook.secret_search import pipeline_reach, read_operands
 from massgen_mcp.hook.shell import SHELLS, analyse
+from massgen_mcp.hook.sql_rules import BARE_LONG, sql_finding
 
 _DB_CLIENTS = wordset(
     "psql mysql mariadb sqlite3 sqlite sqlcmd clickhouse clickhouse-client cockroach duckdb "
@@ -66,23 +67,9 @@ _FIND_FILTERS = wordset(
 )
 _REMOTE_PATH = re.compile(r"^([\w.-]+@)?[\w.-]+:(?!//)")
 
-_SQL_DELETE = re.compile(r"\bDELETE\s+FROM\s+[\w.\"`\[\]]+(?P<rest>[^;]*)", re.I)
-_SQL_UPDATE = re.compile(r"\bUPDATE\s+[\w.\"`\[\]]+\s+SET\b(?P<rest>[^;]*)", re.I)
-_SQL_DROP = re.compile(
-    r"\b(DROP\s+(TABLE|DATABASE|SCHEMA|VIEW|INDEX|COLLECTION|KEYSPACE|USER|ROLE)\b"
-    r"|TRUNCATE\s+(TABLE\s+)?[\w.\"`\[\]]+|ALTER\s+TABLE\s+\S+\s+DROP\b)",
-    re.I,
-)
-_QUOTES = " ;'\"\n"
-#: A WHERE that holds for every row (`WHERE 1=1`, `WHERE true`) is no WHERE.
-_WHERE = re.compile(r"\bWHERE\s+(?!(1\s*=\s*1|true|1|'(\w*)'\s*=\s*'\2')\s*(;|$|--|/\*|['\"]))",
-                    re.I)
 #: Inline code that loads a database driver runs its SQL (`python3 -c "..sqlite3..DROP.."`).
 _DB_DRIVER = re.compile(r"\b(sqlite3|psycopg2?|pymysql|MySQLdb|sqlalchemy|asyncpg|duckdb"
                         r"|better-sqlite3|mysql2|ActiveRecord|Sequel|DBI)\b")
-#: A client's `--command=SQL`: its dashes start an option, not a SQL comment.
-_LONG_OPTION = re.compile(r"(?:^|(?<=\s))--[a-z][\w-]*=", re.I)
-
 _REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
     ("supply_chain", "run-download",
      re.compile(r"\b((ba|z|k|da)?sh|source|\.)\s+<\(\s*(curl|wget)\b|\b(eval|(ba|z|k|da)?sh"
@@ -109,28 +96,6 @@ _REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
 )
 
 
-_SQL_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
-
-
-def sql_finding(text: str) -> Finding | None:
-    """Destructive SQL in `text`: DROP/TRUNCATE, or DELETE/UPDATE without WHERE.
-
-    Comments are removed first, the way the server reads the statement (`DROP/**/TABLE`
-    is `DROP TABLE`; a `WHERE` after `--` is no WHERE)."""
-    text = _SQL_COMMENT.sub(" ", _LONG_OPTION.sub(" ", text))
-    match = _SQL_DROP.search(text)
-    if match:
-        statement = match.group(0).strip(_QUOTES)
-        return Finding("destruction", "sql-drop", f"runs destructive SQL `{statement}`")
-    for pattern, verb in ((_SQL_DELETE, "DELETE"), (_SQL_UPDATE, "UPDATE")):
-        for m in pattern.finditer(text):
-            if not _WHERE.search(m.group("rest")):
-                statement = m.group(0)[:60].strip(_QUOTES)
-                return Finding("destruction", "sql-no-where",
-                               f"runs {verb} without WHERE: `{statement}`")
-    return None
-
-
 def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
     """Every dangerous pattern in one Bash command line."""
     findings: list[Finding] = []
@@ -142,9 +107,13 @@ def check_bash(command: str, scope: Scope, _depth: int = 0) -> list[Finding]:
     commands = analysis.commands
     programs = {c.program for c in commands}
     words = programs.union(*(c.args for c in commands)) if commands else set()
-    if words & _DB_CLIENTS or _DB_DRIVER.search(command):
+    # `echo 'DROP ...' | curl host:8123 --data-binary @-`: an HTTP client sending its stdin
+    if words & _DB_CLIENTS or _DB_DRIVER.search(command) or ("@-" in command and programs & {
+            "curl", "wget", "http", "https", "xh"}):
         # the text as the shell passes it (quotes joined: `'DR''OP'` is DROP), and as written
-        shown = "\n".join([" ".join(c.args) + "\n" + (c.stdin_code or "") for c in commands])
+        # (bare long options left out: `--host h --query=DROP ...` is no `--` comment)
+        shown = "\n".join([" ".join(a for a in c.args if not BARE_LONG.fullmatch(a)) + "\n"
+                           + (c.stdin_code or "") for c in commands])
         finding = sql_finding(shown) or sql_finding(command)
         if finding:
             findings.append(finding)

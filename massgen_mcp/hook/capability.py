@@ -275,10 +275,19 @@ def opaque(cmd: SimpleCommand) -> list[str]:
         if code:
             out.append(f"{program} is given code ({code[0].split('=', 1)[0]}), and the hook "
                        "does not know what it runs")
-        elif cmd.stdin_code is not None or (cmd.pipe_stage and not cmd.positionals()):
+        elif cmd.stdin_code is not None or (cmd.pipe_stage and all(  # told only where to
+                i and args[i - 1] in _CONNECTION for i, a in enumerate(args)  # connect
+                if not a.startswith("-"))):
             out.append(f"{program} reads its input on stdin, which may be code the hook "
                        "cannot see")
     return out
+
+
+#: Options that say where a client connects (`redis-cli -h cache1`): their values are no
+#: command, so a client given only these reads its commands from stdin.
+_CONNECTION = frozenset({"-h", "--host", "-p", "--port", "-a", "--pass", "--password", "-u",
+                         "--user", "--username", "-n", "--db", "--url", "--uri", "-s",
+                         "--socket", "--server"})
 
 
 def _attached_code(arg: str) -> bool:

@@ -11,8 +11,11 @@ ones are few. Standard library only.
 
 from __future__ import annotations
 
+import re
+
 from massgen_mcp.hook.command import SimpleCommand, subcommand, wordset
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.reach_rules import project_tasks
 
 #: Verbs that read or stay on this machine, whatever the program.
 _READS = wordset(
@@ -58,9 +61,35 @@ def _local_context(cmd: SimpleCommand) -> bool:
     return False
 
 
+#: Words of a project task's name that say it ships (`make deploy`, `npm run release:prod`).
+_SHIPS = wordset("deploy deployment release publish ship promote rollout")
+_TASK_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def task_ships(cmd: SimpleCommand) -> str | None:
+    """The task of a project task runner whose name says it deploys, releases or publishes
+    (its recipe is not on the line; the name is all the hook sees), or None. A dry run, or a
+    publish to this machine (`gradle publishToMavenLocal`), stays here."""
+    tasks = project_tasks(cmd)
+    if tasks is None or any(a in ("-n", "--dry-run", "--just-print", "--recon")
+                            for a in cmd.args):
+        return None
+    for task in tasks:
+        if "." in task or "/" in task:  # `make release-notes.md`: a file, not a step
+            continue
+        parts = {p.lower() for p in _TASK_PARTS.findall(task)}
+        if parts & _SHIPS and "local" not in parts:
+            return task
+    return None
+
+
 def deploy_findings(cmd: SimpleCommand) -> list[Finding]:
-    """A live-environment CLI run with a verb that is not known only to read."""
+    """A live-environment CLI run with a verb that is not known only to read, or a project
+    task named for shipping."""
     program = cmd.program
+    if task := task_ships(cmd):
+        return [Finding("prod_infra", "deploy", f"`{program} {task}` is a project task named "
+                        "for shipping (deploy, release, publish): its recipe is not on the line")]
     if program not in _PROGRAMS or _dry(cmd) or _local_context(cmd):
         return []
     if program == "ansible-playbook":  # every run executes the play on its hosts

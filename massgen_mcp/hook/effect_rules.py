@@ -292,6 +292,11 @@ def _npm_publishes(cmd: SimpleCommand) -> bool:
 
 def publish_findings(cmd: SimpleCommand) -> list[Finding]:
     program, pos = cmd.program, cmd.positionals()
+    module = next((i for i, a in enumerate(cmd.args) if a.startswith("-m")), None)
+    if program.startswith("python") and module is not None:  # `python -m twine upload`
+        name = cmd.args[module][2:] or (cmd.args[module + 1:module + 2] or [""])[0]
+        tail = cmd.args[module + (1 if cmd.args[module][2:] else 2):]
+        return publish_findings(SimpleCommand(name, tail)) if name in _PUBLISHERS else []
     if program in ("npm", "pnpm", "yarn", "bun") and _npm_publishes(cmd):
         return [Finding("external_comms", "publish",
                         f"{program} publishes a package to a public registry")]

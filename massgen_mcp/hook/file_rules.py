@@ -139,6 +139,10 @@ def file_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding | None] | No
     elif program == "unzip" and not any(a in ("-l", "-t", "-p", "-Z", "-v") for a in cmd.args):
         where = _option_value(cmd, ("-d",))  # none: into the current directory
         out.append(scope.write_finding(where or ".", verb="unzip extracts into"))
+    elif program == "patch" and (cmd.has_short_flag("R") or cmd.has_long("--reverse")) and not (
+            cmd.has_long("--dry-run")):  # `git diff | patch -R -p1`: `git apply -R` by another name
+        out.append(Finding("destruction", "git-discard", "patch -R undoes a patch in the working "
+                           "tree (fed `git diff`, it throws away uncommitted changes)"))
     elif not out:
         return None
     return out

@@ -29,6 +29,12 @@ _PROGRAM_KEYS = re.compile(
 def _setting_script(key: str, value: str) -> str | None:
     if key.lower().startswith("alias."):
         return value[1:] if value.startswith("!") else None
+    if remote := re.match(r"(?i)^remote\.(.+)\.(push|mirror)$", key):
+        # a push refspec or mirroring set here is what a bare `git push` then does
+        if remote.group(2).lower() == "push":
+            return join(["git", "push", remote.group(1), value])
+        return f"git push --mirror {remote.group(1)}" if value.lower() in (
+            "true", "1", "yes", "on") else None
     if _PROGRAM_KEYS.match(key):
         return value[1:] if value.startswith("!") else value
     return None
@@ -73,4 +79,6 @@ def expand_git(cmd: SimpleCommand) -> list[str]:
             script = _setting_script(pos[0], pos[1])
             if script is not None:
                 scripts.append(script)
+            elif pos[0].lower().startswith("alias."):  # it runs as `git VALUE` from now on
+                scripts.append(f"git {pos[1]}")
     return scripts

@@ -166,6 +166,16 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     elif sub == "config" and any(re.match(r"(?i)^url\..*\.(push)?insteadof$", p) for p in pos):
         out.append(Finding("supply_chain", "git-config-redirect",
                            "git config url.<base>.insteadOf sends fetches and pushes elsewhere"))
+    elif sub == "apply" and _reverts_worktree(rest):
+        out.append(Finding("destruction", "git-discard",
+                           "git apply --reverse undoes a patch in the working tree (fed `git "
+                           "diff`, it throws away the uncommitted changes)"))
+    elif sub in ("checkout", "restore") and (rest.has_short_flag("p") or rest.has_long(
+            "--patch")) and not (sub == "restore" and rest.has_long("--staged") and not (
+                rest.has_long("--worktree") or rest.has_short_flag("W"))):
+        # with no terminal, its answers come from a pipe or a file (`yes | git checkout -p`)
+        out.append(Finding("destruction", "git-discard",
+                           f"git {sub} --patch discards the hunks its answers select"))
     elif sub in ("apply", "am") and (rest.has_long("--unsafe-paths") or any(
             scope.write_finding(d + "/x") for d in _option_value_all(rest.args, "--directory"))):
         out.append(Finding("exfiltration", "write-outside-workspace",
@@ -201,6 +211,15 @@ def _option_value(args: list[str], names: tuple[str, ...]) -> str | None:
         if "=" in arg and arg.split("=", 1)[0] in names:
             return arg.split("=", 1)[1]
     return None
+
+
+def _reverts_worktree(rest: SimpleCommand) -> bool:
+    """`git apply -R` that writes the working tree: not a check, a report, or the index
+    alone (`--cached` keeps the files; the staged blobs stay in the object store)."""
+    reverse = rest.has_short_flag("R") or rest.has_long("--reverse")
+    report = rest.has_long("--check", "--stat", "--numstat", "--summary") or (
+        rest.has_long("--cached") and not rest.has_long("--index"))
+    return reverse and not report
 
 
 def _option_value_all(args: list[str], name: str) -> list[str]:
@@ -264,8 +283,8 @@ def _push(rest: SimpleCommand, scope: Scope) -> list[Finding]:
     for ref in refspecs:
         src, _, dst = ref.lstrip("+").partition(":")
         name = (dst or src).removeprefix("refs/heads/")
-        if UNKNOWN in name or "$" in name:
-            dests.append(None)  # a destination computed at run time
+        if UNKNOWN in name or "$" in name or "*" in name:
+            dests.append(None)  # computed at run time, or every branch a wildcard matches
             continue
         dests.append(current_branch(scope.cwd) if name in ("HEAD", "@") else name)
     if not refspecs:

@@ -35,9 +35,12 @@ from massgen_mcp.hook.hardline_paths import (
     _globbed,
     _words,
     commands_of,
+    file_tool_target,
+    link_sources,
     names_ancestor,
     names_inside,
 )
+from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
 
@@ -56,8 +59,9 @@ _HARMLESS_DEVICES = ("/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/d
                      "/dev/tty", "/dev/random", "/dev/urandom", "/dev/fd/", "/dev/shm/")
 _SECRET_RULES = frozenset({"print-secret", "copy-secret", "secret-upload", "env-dump"})
 _DELETE_RULES = frozenset({"rm-root-or-home", "rm-git-dir"})
+#: Glob and LS list the names (which plans exist, their ids)
 _READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Grep": "path",
-               "Glob": "path"}  # Glob lists the names (which plans exist, their ids)
+               "Glob": "path", "LS": "path"}
 _DEVICE_TOOLS = frozenset({"mkfs", "wipefs", "fdisk", "sfdisk", "parted", "mkswap", "blkdiscard",
                            "hdparm", "badblocks"})
 _RECURSIVE_READERS = frozenset({"rg", "ag", "ack", "tar", "zip", "7z", "rsync", "scp", "cpio"})
@@ -215,7 +219,7 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
             out.append(_finding(f"delete-system:{f.rule}", f.detail, f.group))
         elif f.rule in _SECRET_RULES:
             out.append(_finding(f"secret:{f.rule}", f.detail, f.group))
-    linked = _link_sources(tool_input.get("command") if tool == "Bash" else None, scope)
+    linked = link_sources(tool_input.get("command") if tool == "Bash" else None, scope)
     for kind, path in scope.events:
         if kind.startswith("read"):
             if names_inside(path, keys) or (kind == "read-r" and names_ancestor(path, keys)):
@@ -224,7 +228,8 @@ def call_findings(tool: str, tool_input: dict[str, Any], scope: RecordingScope,
         elif not (kind == "delete" and path in linked):  # `ln -s /usr/bin/x y` reads, keeps
             out.extend(_event(kind, path, scope, keys, protected))
     if tool in _READ_TOOLS:
-        out.extend(_read_tool(tool_input.get(_READ_TOOLS[tool]), scope, keys, tool))
+        target = file_tool_target(tool, tool_input, _READ_TOOLS[tool])
+        out.extend(_read_tool(target, scope, keys, tool))
     command = tool_input.get("command") if tool == "Bash" else None
     if isinstance(command, str):
         out.extend(_bash(command, scope, keys, protected))
@@ -261,15 +266,6 @@ def _event(kind: str, path: str, scope: Scope, keys: str,
     return out
 
 
-def _link_sources(command: Any, scope: Scope) -> set[str]:
-    """Targets of `ln -s`: the file rules judge them as deletes (a link to home is a way to
-    delete it later), but making the link deletes nothing."""
-    if not isinstance(command, str) or "ln" not in command:
-        return set()
-    return {p for c in commands_of(command) if c.program == "ln"
-            for w in c.positionals()[:-1] if (p := _absolute(scope, w.rstrip("/") or "/"))}
-
-
 def _read_tool(value: Any, scope: Scope, keys: str, tool: str) -> list[Finding]:
     if not isinstance(value, str) or not value:
         return []
@@ -279,7 +275,7 @@ def _read_tool(value: Any, scope: Scope, keys: str, tool: str) -> list[Finding]:
     if names_inside(path, keys) or (tool == "Grep" and names_ancestor(path, keys)):
         return [_finding("guard", f"{tool} reads {path}, where the checkpoint key and signed "
                                   "plans are kept")]
-    kind = None if os.path.isdir(path) else secret_kind(path)
+    kind = None if os.path.isdir(path) or tool in ("Glob", "LS") else secret_kind(path)
     return [_finding("secret", f"{tool} reads {value}, {kind}")] if kind else []
 
 
@@ -335,6 +331,9 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             out.append(_finding("guard", f"names {needle}, where the checkpoint key and "
                                          "signed plans are kept"))
             break
+    # `P=$(which massgen-mcp); chmod -x $P`: a variable holding our path, used later
+    held = re.search(r"\w=\S*(\$\(|`)[^)`]*\bmassgen[-_]mcp\b|\bfor\s+\w+\s+in\s+[^;]*"
+                     r"\bmassgen[-_]mcp\b", command)
     for cmd in commands_of(command):
         if cmd.program.startswith("massgen-mcp") or cmd.program.startswith("massgen_mcp"):
             sub = next((a for a in cmd.args if not a.startswith("--") or a in
@@ -342,8 +341,9 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             if sub not in _OUR_SAFE_SUBCOMMANDS:
                 out.append(_finding("guard", f"runs `massgen-mcp {sub}`, which signs "
                                              "checkpoint plans with the guard's key"))
-        if cmd.program not in _READERS and any(re.search(r"\bmassgen[-_]mcp\b", text) for w in
-                                                cmd.words[1:] for _, text in w.subs):
+        if cmd.program not in _READERS and (any(re.search(r"\bmassgen[-_]mcp\b", text) for w in
+                                                cmd.words[1:] for _, text in w.subs) or (
+                held and any(UNKNOWN in a for a in cmd.args))):
             out.append(_finding("guard", f"{cmd.program} is given the path of massgen-mcp's "
                                          "own program, found at run time"))
         if _uninstalls_us(cmd):

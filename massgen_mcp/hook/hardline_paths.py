@@ -103,3 +103,26 @@ def _words(cmd: SimpleCommand) -> list[str]:
         if "=" in arg:  # `--file=x`, `if=x`
             words.append(arg.split("=", 1)[1])
     return words
+
+
+def file_tool_target(tool: str, tool_input: dict[str, object], field: str) -> object:
+    """The path a file tool reaches: for Glob its pattern joined to its root (`**/plan.key`
+    under `~/.config` reaches the key as surely as the key's own path does). The tools list
+    hidden names too, so wildcards match dot names here."""
+    _DOTGLOB[0] = True
+    root = tool_input.get(field)
+    pattern = tool_input.get("pattern") if tool == "Glob" else None
+    if not isinstance(pattern, str) or not pattern:
+        return root
+    if pattern.startswith(("/", "~", "$")) or not isinstance(root, str) or not root:
+        return pattern if pattern.startswith(("/", "~", "$")) else os.path.join(".", pattern)
+    return os.path.join(root, pattern)
+
+
+def link_sources(command: object, scope: Scope) -> set[str]:
+    """Targets of `ln -s`: the file rules judge them as deletes (a link to home is a way to
+    delete it later), but making the link deletes nothing."""
+    if not isinstance(command, str) or "ln" not in command:
+        return set()
+    return {p for c in commands_of(command) if c.program == "ln"
+            for w in c.positionals()[:-1] if (p := _absolute(scope, w.rstrip("/") or "/"))}

@@ -21,12 +21,13 @@ from __future__ import annotations
 import re
 from shlex import join
 
-from massgen_mcp.hook.bash_rules import check_bash, sql_finding
+from massgen_mcp.hook.bash_rules import check_bash
 from massgen_mcp.hook.command import wordset
 from massgen_mcp.hook.matching import split_mcp_name
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, holds_secrets, secret_kind
 from massgen_mcp.hook.secret_search import SECRET_SAMPLES
+from massgen_mcp.hook.sql_rules import sql_finding
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up

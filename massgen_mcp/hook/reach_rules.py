@@ -13,8 +13,7 @@ an option they do not read, must not be a way around them, so for every simple c
   `/etc`, the home directory itself as a target) given to a program that is not known to
   only read it (`wget -P ~`, `7z x a.7z -o$HOME`, `dos2unix -n a ~/.bashrc`, `git clone
   URL ~/.config/autostart`, `gpg -o ~/.profile`) may be written: it is judged like a write;
-- an HTTP DELETE (`curl -X DELETE`, `http DELETE url`) deletes what the URL names, and a
-  secret variable in a URL (`curl "https://x/?k=$API_KEY"`) sends it;
+- HTTP requests that delete or leak (`http_rules`);
 - the files a database shell is told to run (`psql -f drop.sql`, `sqlite3 db < x.sql`) are
   read and judged as SQL; one the hook cannot read is gated when its name says it deletes.
 
@@ -28,6 +27,7 @@ import re
 from shlex import join
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
+from massgen_mcp.hook.http_rules import http_findings
 from massgen_mcp.hook.interp_rules import interpreter
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.policy import Finding
@@ -51,7 +51,7 @@ _DB_HINTS = wordset("db ecto database databases pg postgres postgresql mysql mar
                     "data dataset datasets cache alembic flyway liquibase dbmate knex sequelize "
                     "prisma diesel goose typeorm sqlx atlas supabase neon turso")
 #: Project task runners: the task name says what it does (its body is not on the line).
-_TASK_RUNNERS = {"make": "", "just": "", "task": "", "invoke": "", "npm": "run",
+TASK_RUNNERS: dict[str, str] = {"make": "", "just": "", "task": "", "invoke": "", "npm": "run",
                  "pnpm": "run", "yarn": "", "bun": "run", "rake": "", "mage": "",
                  "gradle": "", "gradlew": "", "mvn": ""}
 #: Options naming where a task runner reads its recipes (a directory or the recipe file).
@@ -103,7 +103,7 @@ def reach_findings(cmd: SimpleCommand, scope: Scope,
         out.append(Finding("supply_chain", "package-file",
                            f"{cmd.program} installs a package file as root; its scripts run "
                            "unseen"))
-    out.extend(_http_findings(cmd))
+    out.extend(http_findings(cmd, sql))
     if cmd.program in _DB_SHELLS:
         out.extend(_sql_files(cmd, scope, sql))
     out.extend(_other_channels(cmd, scope, nested))
@@ -200,15 +200,23 @@ def _parts(word: str) -> list[str]:
     return [w.lower() for w in _WORD_PARTS.findall(word)]
 
 
+def project_tasks(cmd: SimpleCommand) -> list[str] | None:
+    """The tasks a project task runner is asked to run (`make a b`, `npm run-script x`), or
+    None when it runs none. `VAR=value` is a setting, not a task."""
+    sub = TASK_RUNNERS.get(cmd.program)
+    pos = [p for p in cmd.positionals() if "=" not in p]
+    if sub is None or (sub and pos[:1] not in ([sub], [f"{sub}-script"])):
+        return None
+    return pos[1:] if sub else pos
+
+
 def destructive_verb(cmd: SimpleCommand) -> str | None:
     """The destructive verb a command is given as its subcommand or task, or None."""
     program, pos = cmd.program, cmd.positionals()
-    if program in _TASK_RUNNERS:
-        sub = _TASK_RUNNERS[program]
-        if sub:
-            if pos[:1] != [sub]:
-                return None
-            pos = pos[1:]
+    if program in TASK_RUNNERS:
+        if (tasks := project_tasks(cmd)) is None:
+            return None
+        pos = tasks
         words = pos[:1]
     elif interpreter(program) and pos and pos[0].endswith((".py", "artisan", "console", ".php",
                                                           ".rb", ".js", ".ts")):
@@ -327,42 +335,6 @@ def _persistent_targets(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
             out.append(Finding("exfiltration", "write-outside-workspace",
                                f"{cmd.program} is given {word} ({what}); the hook does not "
                                "know that it only reads it"))
-            break
-    return out
-
-
-_DATA_OPTIONS = frozenset({"-d", "--data", "--data-raw", "--data-binary", "--data-urlencode",
-                           "-F", "--form", "--form-string", "--json", "--post-data", "--body-data"})
-#: One numbered item on a local dev server (`localhost:8000/api/todos/3`): a test of the
-#: app being written; a collection, an index or `_all` is data.
-_LOCAL_ITEM = re.compile(r"^(https?://)?(localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0)?(:\d+)?"
-                         r"/[\w/.-]*/([0-9]+|[0-9a-f]{8}-[0-9a-f-]{27,})/?$", re.I)
-_HTTP = wordset("curl wget http https xh httpie curlie")
-_SECRET_VAR = re.compile(r"\$\{?\w*(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)\w*\}?", re.I)
-
-
-def _http_findings(cmd: SimpleCommand) -> list[Finding]:
-    if cmd.program not in _HTTP:
-        return []
-    args, out = cmd.args, []
-    methods = [args[i + 1] for i, a in enumerate(args[:-1])
-               if a in ("-X", "--request", "--method")]
-    methods += [a.split("=", 1)[1] for a in args if a.startswith(("--request=", "--method="))]
-    methods += [a[2:] for a in args if a.startswith("-X") and len(a) > 2]
-    if cmd.program in ("http", "https", "xh", "httpie", "curlie"):
-        methods += [a for a in cmd.positionals()[:1]]
-    urls = [a for a in cmd.positionals() if "/" in a or ":" in a]
-    one_local_item = bool(urls) and all(_LOCAL_ITEM.match(u) for u in urls)
-    if any(m.upper() == "DELETE" for m in methods) and not one_local_item:
-        out.append(Finding("destruction", "http-delete",
-                           f"{cmd.program} sends an HTTP DELETE (it deletes what the URL names)"))
-    data = [args[i + 1] for i, a in enumerate(args[:-1]) if a in _DATA_OPTIONS]
-    data += [a.split("=", 1)[1] for a in args if "=" in a and a.split("=", 1)[0] in _DATA_OPTIONS]
-    for text in [*cmd.args, *data]:
-        if (("://" in text or "?" in text) and _SECRET_VAR.search(text.split("?", 1)[-1])) or (
-                text in data and _SECRET_VAR.search(text)):
-            out.append(Finding("exfiltration", "secret-upload",
-                               f"{cmd.program} puts a secret variable into the URL it sends"))
             break
     return out
 

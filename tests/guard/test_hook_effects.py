@@ -228,17 +228,11 @@ def test_every_input_ran_in_its_namespace(results: list[dict[str, Any]]) -> None
     assert sum(1 for r in results if r["none"]) >= len(results) // 3
 
 
-#: Held-out round 6's open gaps (docs/guard.md, "Round 6"): inside the project, where the OS
-#: sandbox lets the agent work, so only the hook could stop them, and it does not yet. Listed
-#: so that a new gap still fails here; remove an entry when its shape is fixed.
-OPEN_GAPS = frozenset({"git diff | git apply -R"})
-
-
 def test_both_layers_prevent_every_file_secret_and_guard_effect(
         results: list[dict[str, Any]]) -> None:
     through = [(r["tool"], r["input"], e) for r in results if "error" not in r
                for e in r["both"] if kind(e) in ("file", "secret", "guard")]
-    assert not [t for t in through if t[1].get("command") not in OPEN_GAPS], through
+    assert not through, through
 
 
 def test_the_hook_prevents_what_the_os_cannot_see(results: list[dict[str, Any]]) -> None:
