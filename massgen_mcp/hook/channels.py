@@ -72,11 +72,27 @@ def env_assigned(name: str, value: str, out: Analysis,
     elif name in _OPTION_CODE and _OPTION_CODE[name].search(value):
         out.gate(f"sets {name}={value[:60]}, which makes the interpreter load code the hook "
                  "cannot see", rule="code-env")
-    elif name in _COMMAND_VALUED and value:
+    if name == "GIT_SEQUENCE_EDITOR" and scripted_todo(value):
+        out.gate(f"sets GIT_SEQUENCE_EDITOR to `{value[:40]}`: a script edits the rebase's todo "
+                 "list, which can drop or squash commits unseen", rule="git-rewrite")
+    if name in _COMMAND_VALUED and value:
+        if name.startswith("LESS"):  # `|cmd %s`: the file's name is less's to fill in
+            value = value.lstrip("|-").replace("%s", "")
         if UNKNOWN in value:
             out.gate(f"sets {name} to a command computed at run time", rule="code-env")
         else:
             run(value)
+
+
+#: Sequence editors that leave a rebase's todo list as it is, or hand it to a person.
+_TODO_KEEPERS = frozenset({"true", ":", "cat", "vim", "vi", "nvim", "nano", "emacs", "code",
+                           "subl", "micro", "hx", "kak", "mate", "gedit", "kate"})
+
+
+def scripted_todo(value: str) -> bool:
+    """Is a git sequence editor a script that rewrites the todo list (`sed -i 's/pick/drop/'`)?"""
+    words = value.split()
+    return bool(words) and os.path.basename(words[0]) not in _TODO_KEEPERS
 
 
 def git_env_config(values: list[str], env: dict[str, str], out: Analysis) -> list[str]:

@@ -53,22 +53,10 @@ def call_arg(code: str, start: int) -> str:
 
 def split_args(text: str) -> list[str]:
     """Top-level comma-separated parts (commas inside strings or brackets do not split)."""
-    parts, depth, cur, quote = [], 0, "", ""
-    for c in text:
-        if quote:
-            quote = "" if c == quote else quote
-        elif c in "\"'`":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-            continue
-        cur += c
-    return [*parts, cur.strip()]
+    return [part.strip() for part in _split(text, _COMMA)]
+
+
+_COMMA = re.compile(",")
 
 
 def _split(text: str, seps: re.Pattern[str]) -> list[str]:

@@ -48,7 +48,8 @@ _LANGUAGES = re.compile(r"^(lua|luado|luafile|py|py3|python|python3|pyx|pythonx|
 #: What Lua code reaches beyond the editor with (a shell, files, code loaded at run time).
 _LUA_REACH = re.compile(r"\b(os|io|vim\.fn|vim\.system|vim\.loop|vim\.uv|vim\.cmd|vim\.api"
                         r"|jobstart|termopen|load|loadstring|dofile|loadfile|debug|package)\b")
-_SHELL_CALLS = re.compile(r"(call\s+)?(system|systemlist|jobstart|termopen|job_start)\((.*)\)")
+#: Anywhere in an Ex command: `call system(..)`, `let r = system(..)`, `echo systemlist(..)`.
+_SHELL_CALLS = re.compile(r"(call\s+)?\b(system|systemlist|jobstart|termopen|job_start)\s*\((.*)\)")
 #: Script functions that write, delete or rename the file named by an argument (a literal
 #: path in group 2 or 3, else computed): `writefile(lines, path)`, `delete(path)`.
 _FILE_CALLS = re.compile(r"""\b(writefile\s*\([^,]*,|delete\s*\(|rename\s*\(|mkdir\s*\()"""
@@ -66,7 +67,7 @@ def _commands(text: str, out: list[str], why: list[str], depth: int = 0) -> None
         out.append(next(g for g in m.groups() if g is not None))
         if m.group(2) is not None:
             why.append(f"`:w !{m.group(2)[:40]}` feeds the file to a command as its input")
-    if m := _SHELL_CALLS.match(text):
+    if not _LANGUAGES.match(text) and (m := _SHELL_CALLS.search(text)):
         literal = _LITERAL.fullmatch(m.group(3))
         if literal and literal.group(0).strip():
             out.append(literal.group(1) if literal.group(1) is not None else literal.group(2))

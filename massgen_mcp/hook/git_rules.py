@@ -23,9 +23,10 @@ from __future__ import annotations
 import os
 import re
 
+from massgen_mcp.hook.channels import scripted_todo
 from massgen_mcp.hook.command import SimpleCommand, subcommand
 from massgen_mcp.hook.lexer import UNKNOWN
-from massgen_mcp.hook.options import resolve_long
+from massgen_mcp.hook.options import option_values, resolve_long
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.scope import Scope, secret_kind
 
@@ -76,6 +77,10 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
             scope = scope.with_cwd(repo)
     pos = rest.positionals()
     out: list[Finding] = []
+    if sub == "rebase" and any(scripted_todo(v.partition("=")[2]) for v in option_values(
+            cmd.args[:idx], ("-c",)) if v.lower().startswith("sequence.editor=")):
+        out.append(Finding("destruction", "git-rewrite", "a script edits the rebase's todo "
+                           "list (sequence.editor), which can drop or squash commits unseen"))
     if "--no-verify" in rest.args or (sub == "commit" and rest.has_short_flag("n")):
         out.append(Finding("access_control", "no-verify",
                            f"git {sub} --no-verify skips the repository's hooks"))

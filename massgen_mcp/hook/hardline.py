@@ -36,9 +36,11 @@ from massgen_mcp.hook.hardline_paths import (
     _words,
     commands_of,
     file_tool_target,
+    guarded,
     link_sources,
     names_ancestor,
     names_inside,
+    program_paths,
 )
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
@@ -105,23 +107,6 @@ def _settings_files(workspace: str, home: str) -> list[str]:
     return [*files, "/etc/claude-code", "/Library/Application Support/ClaudeCode"]
 
 
-def _program_paths(workspace: str) -> list[str]:
-    """The hook's own code: this package, and the `massgen-mcp` launcher that runs it.
-
-    Inside the workspace (a checkout of massgen-mcp itself) the package is project code:
-    the plan governs it like any other file.
-    """
-    package = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    paths = [] if is_under(package, workspace) else [package]
-    import sys
-
-    launcher = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    if os.path.basename(launcher).startswith("massgen-mcp") and not is_under(launcher,
-                                                                            workspace):
-        paths.append(launcher)
-    return paths
-
-
 def guard_paths(scope: Scope, state_roots: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """(key dir, paths that may not be written or deleted): the key dir, the checkpoint
     state, the Claude Code settings and the hook's program."""
@@ -131,7 +116,7 @@ def guard_paths(scope: Scope, state_roots: tuple[str, ...] = ()) -> tuple[str, l
     if home_state:
         roots.append(os.path.join(os.path.realpath(home_state), "checkpoints"))
     return keys, [keys, *roots, *_settings_files(scope.workspace, scope.home),
-                  *_program_paths(scope.workspace)]
+                  *program_paths(scope.workspace)]
 
 
 # ------------------------------------------------------------------ path matching
@@ -247,7 +232,8 @@ def _event(kind: str, path: str, scope: Scope, keys: str,
     out: list[Finding] = []
     # Deleting the workspace or above is judged by the delete rules (rm-workspace, home).
     above = kind == "delete" and not names_ancestor(path, scope.workspace)
-    if any(names_inside(path, p) or (above and names_ancestor(path, p)) for p in protected):
+    if guarded(path, protected, scope.workspace) or (above and any(
+            names_ancestor(path, p) for p in protected)):
         out.append(_finding("guard", f"{'deletes' if kind == 'delete' else 'writes'} {path}, "
                                      "part of the checkpoint guard (its key, state, settings "
                                      "or program)"))
@@ -359,7 +345,7 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             if names_inside(path, keys) or (_recursive(cmd) and names_ancestor(path, keys)):
                 out.append(_finding("guard", f"{cmd.program} reaches {word}, where the "
                                              "checkpoint key and signed plans are kept"))
-            elif not _reads_only(cmd) and any(names_inside(path, p) for p in protected):
+            elif not _reads_only(cmd) and guarded(path, protected, scope.workspace):
                 out.append(_finding("guard", f"{cmd.program} touches {word}, part of the "
                                              "checkpoint guard (its state, settings or program)"))
         if cmd.program in _DEVICE_TOOLS or cmd.program.startswith("mkfs."):

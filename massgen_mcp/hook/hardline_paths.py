@@ -62,6 +62,36 @@ def names_inside(pattern: str, root: str) -> bool:
     return _matches(_segments(pattern), _segments(root), prefix=True)
 
 
+def program_paths(workspace: str) -> list[str]:
+    """The hook's own code: this package, and the `massgen-mcp` launcher that runs it.
+
+    Inside the workspace (a checkout of massgen-mcp itself) the package is project code:
+    the plan governs it like any other file.
+    """
+    package = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [] if is_under(package, workspace) else [package]
+    import sys
+
+    launcher = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.basename(launcher).startswith("massgen-mcp") and not is_under(launcher,
+                                                                            workspace):
+        paths.append(launcher)
+    return paths
+
+
+def guarded(path: str, protected: list[str], workspace: str) -> bool:
+    """Could `path` name part of the guard: a protected path, or any installed copy of our
+    program (a `massgen-mcp` launcher in a `bin` directory, a `massgen_mcp` package): which
+    copy Claude Code's settings run is not for a tool call to guess. A checkout of
+    massgen-mcp inside the workspace is project code."""
+    if any(names_inside(path, p) for p in protected):
+        return True
+    parts = path.split("/")
+    return not is_under(path, workspace) and (
+        "massgen_mcp" in parts[:-1] or (len(parts) > 1 and parts[-2] == "bin" and (
+            fnmatch.fnmatch("massgen-mcp", parts[-1]) or parts[-1].startswith("massgen-mcp"))))
+
+
 def names_ancestor(pattern: str, target: str) -> bool:
     """Could `pattern` name `target` or a directory above it?"""
     if not _globbed(pattern):

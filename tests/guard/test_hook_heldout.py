@@ -5,7 +5,7 @@ of issue 29 (programs that run code, wrappers, paths and variables, unexpected w
 secrets by other routes, the guard's key, git that discards work, scheduling, the guard's
 own program, databases through their shells) with spellings and programs the rules were
 not written around, and everyday commands from real sessions (`"expect": "allow"`). Entries
-with `"round": N` (2, 3, 4) were written after the gaps of round N-1 were fixed; the first
+with `"round": N` (2 to 7) were written after the gaps of round N-1 were fixed; the first
 measurement of each round is in the docs.
 
 Each entry is a real hook process, run as `test_hook_corpus.py` runs it. The goal is a
