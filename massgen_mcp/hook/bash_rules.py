@@ -33,6 +33,7 @@ from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.reach_rules import reach_findings
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, holds_secrets, is_under, secret_kind
 from massgen_mcp.hook.secret_search import pipeline_reach, read_operands
 from massgen_mcp.hook.shell import SHELLS, analyse
@@ -65,25 +66,25 @@ _FIND_FILTERS = wordset(
     "-name -iname -path -ipath -regex -iregex -type -newer -mtime -mmin -atime -amin -size "
     "-empty -user -group -perm -wholename"
 )
-_REMOTE_PATH = re.compile(r"^([\w.-]+@)?[\w.-]+:(?!//)")
+_REMOTE_PATH = lazy(r"^([\w.-]+@)?[\w.-]+:(?!//)")
 
 #: Inline code that loads a database driver runs its SQL (`python3 -c "..sqlite3..DROP.."`).
-_DB_DRIVER = re.compile(r"\b(sqlite3|psycopg2?|pymysql|MySQLdb|sqlalchemy|asyncpg|duckdb"
+_DB_DRIVER = lazy(r"\b(sqlite3|psycopg2?|pymysql|MySQLdb|sqlalchemy|asyncpg|duckdb"
                         r"|better-sqlite3|mysql2|ActiveRecord|Sequel|DBI)\b")
 _REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
     ("supply_chain", "run-download",
-     re.compile(r"\b((ba|z|k|da)?sh|source|\.)\s+<\(\s*(curl|wget)\b|\b(eval|(ba|z|k|da)?sh"
+     lazy(r"\b((ba|z|k|da)?sh|source|\.)\s+<\(\s*(curl|wget)\b|\b(eval|(ba|z|k|da)?sh"
                 r"\s+-c|python[0-9.]*\s+-c)\s+[\"']?(\$\(|`)\s*(curl|wget)\b", re.I),
      "runs a download through process or command substitution"),
-    ("access_control", "hooks-path", re.compile(r"core\.hooksPath|init\.templateDir", re.I),
+    ("access_control", "hooks-path", lazy(r"core\.hooksPath|init\.templateDir", re.I),
      "points git's hooks (or the template new clones copy them from) elsewhere"),
     ("external_comms", "messaging-api",
-     re.compile(r"(hooks\.slack\.com|slack\.com/api/chat\.|discord(app)?\.com/api/webhooks"
+     lazy(r"(hooks\.slack\.com|slack\.com/api/chat\.|discord(app)?\.com/api/webhooks"
                 r"|api\.twilio\.com|api\.sendgrid\.com|api\.mailgun\.net|api\.postmarkapp\.com"
                 r"|api\.telegram\.org/bot|webhook\.office\.com|api\.resend\.com)", re.I),
      "calls a messaging API that reaches real people"),
     ("destruction", "framework-db-reset",
-     re.compile(r"\b(rails|rake)\s+db:(drop|reset|purge|schema:load|migrate:reset)\b"
+     lazy(r"\b(rails|rake)\s+db:(drop|reset|purge|schema:load|migrate:reset)\b"
                 r"|\bmanage\.py\s+(flush|reset_db|sqlflush)\b|\bprisma\s+migrate\s+reset\b"
                 r"|--force-reset\b|--accept-data-loss\b|\bdropdb\b"
                 r"|\bredis-cli\b[^;&|\n]*\bflush(all|db)\b"
@@ -91,7 +92,7 @@ _REGEX_RULES: tuple[tuple[str, str, re.Pattern[str], str], ...] = (
                 r"|\bpg_restore\b[^;&|\n]*\s(?-i:--clean|-[a-zA-Z]*c)\b", re.I),
      "drops or resets a database"),
     ("exfiltration", "env-dump",
-     re.compile(r"\b(env|printenv|set)\s*\|[^;&\n]*\b(curl|wget|nc|ncat|netcat|ssh|socat)\b"),
+     lazy(r"\b(env|printenv|set)\s*\|[^;&\n]*\b(curl|wget|nc|ncat|netcat|ssh|socat)\b"),
      "sends the environment (and every key in it) off-machine"),
 )
 

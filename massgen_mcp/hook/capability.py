@@ -32,6 +32,7 @@ from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.editor_rules import VI, vi_commands, vi_opaque
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.programs import KNOWN
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.registry_rules import switches_source
 from massgen_mcp.hook.schedule_rules import schedules
 from massgen_mcp.hook.sources import hidden_sources
@@ -217,7 +218,7 @@ def _git_pack_commands(args: list[str]) -> list[str]:
     return option_values(args[args.index(sub):] if sub else args, names)
 
 
-_LOOPBACK = re.compile(r"^([\w.-]+@)?(localhost|127\.\d+\.\d+\.\d+|::1|0\.0\.0\.0)$")
+_LOOPBACK = lazy(r"^([\w.-]+@)?(localhost|127\.\d+\.\d+\.\d+|::1|0\.0\.0\.0)$")
 _SSH_VALUES = frozenset({"-o", "-i", "-p", "-l", "-F", "-J", "-L", "-R", "-D", "-b", "-c",
                          "-e", "-m", "-O", "-Q", "-S", "-W", "-w", "-E", "-B", "-I"})
 
@@ -316,7 +317,7 @@ def _plain_value(value: str, program: str) -> bool:
 #: A mongo shell statement that only reads: a query or a status, maybe printed. Arguments
 #: hold no brackets, so no call hides in them; `runCommand` only with a read-only command.
 _ARGS = r"\((?:[^()]*)\)"
-_MONGO_READ = re.compile(
+_MONGO_READ = lazy(
     r"(?:printjson|print|console\.log)?\(?\s*(?:db(?:\.getSiblingDB\(\s*['\"][\w-]+['\"]\s*\))?"
     r"(?:\.getCollection\(\s*['\"][\w.-]+['\"]\s*\)|\.[A-Za-z_]\w*)??"
     r"\.(?:find|findOne|countDocuments|count|estimatedDocumentCount|distinct|stats|"
@@ -368,7 +369,7 @@ _FILE_PROGRAMS = wordset(
     "touch source . python python3 node perl ruby php bash sh zsh")
 _NO_FILES = wordset("echo printf true false : pwd exit return export unset set shopt sleep "
                     "date whoami id uname hostname command type which hash wait")
-_PATHLIKE = re.compile(r"[./*?\[]|^[\w.-]+$")
+_PATHLIKE = lazy(r"[./*?\[]|^[\w.-]+$")
 
 
 def unknown_dir_use(cmd: SimpleCommand) -> str | None:

@@ -25,6 +25,7 @@ import re
 
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.options import option_values
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import secret_kind
 
 
@@ -41,10 +42,10 @@ if TYPE_CHECKING:
 
 _RUNS_FILE = frozenset({"BASH_ENV", "ENV", "LD_PRELOAD", "LD_AUDIT", "GIT_CONFIG_PARAMETERS",
                         "GIT_EXEC_PATH", "SHELLOPTS", "BASHOPTS", "PYTHONSTARTUP"})
-_OPTION_CODE = {"NODE_OPTIONS": re.compile(r"(^|\s)(-r|--require|--import|--loader"
+_OPTION_CODE = {"NODE_OPTIONS": lazy(r"(^|\s)(-r|--require|--import|--loader"
                                            r"|--experimental-loader|-e|--eval)\b"),
-                "PERL5OPT": re.compile(r"-[a-zA-Z]*[MmedI]"),
-                "RUBYOPT": re.compile(r"-[a-zA-Z]*[reI]")}
+                "PERL5OPT": lazy(r"-[a-zA-Z]*[MmedI]"),
+                "RUBYOPT": lazy(r"-[a-zA-Z]*[reI]")}
 _COMMAND_VALUED = frozenset({
     "GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR",
     "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "GIT_PROXY_COMMAND",

@@ -16,11 +16,12 @@ import re
 
 from massgen_mcp.hook.command import SimpleCommand, subcommand
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope
 
 _KUBECTL_VALUES = frozenset({"--context", "-n", "--namespace", "--kubeconfig", "--cluster",
                              "--user", "-s", "--server"})
-_SYMBOLIC = re.compile(r"^([ugoa]*)([-+=])([rwxXst]*|[ugo])$")
+_SYMBOLIC = lazy(r"^([ugoa]*)([-+=])([rwxXst]*|[ugo])$")
 
 
 def world_writable(mode: str) -> bool:

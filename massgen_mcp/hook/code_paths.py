@@ -14,13 +14,14 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import secret_kind
 
-STRING = re.compile(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
+STRING = lazy(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
                     r"|`((?:[^`\\]|\\.)*)`|%x\{([^}]*)\}|qx\{([^}]*)\}|%x\(([^)]*)\)|%x\[([^\]]*)\]"
                     r"|qx\(([^)]*)\)", re.S)
 #: Calls that open or read a file (or load code from one) named by their first argument.
-_OPENS = re.compile(
+_OPENS = lazy(
     r"(?<![\w$])(?:(?:io|codecs|os|File|IO|fs|fsp|promises|Deno|Bun|pathlib)\.)?(?P<f>open|fopen"
     r"|file_get_contents|readfile|read|readlines|binread|foreach|readFileSync|readFile"
     r"|createReadStream|openSync|readTextFile|readTextFileSync|readFileSync|file|lines|dofile"
@@ -31,13 +32,13 @@ _BARE = frozenset({"open", "fopen", "file_get_contents", "readfile", "readFileSy
                    "require_once", "include", "include_once"})
 #: Node's fs methods, whatever object holds them (`require('fs').readFileSync(..)`).
 _FS_METHODS = frozenset({"readFileSync", "readFile", "createReadStream"})
-_PERL_OPEN = re.compile(r"\bopen\s*\(?\s*(?:my\s+)?[$\w]+\s*,")
-_LITERAL = re.compile(r"""(?:[rbuRB]{0,2})(["'])((?:(?!\1)[^\\]|\\.)*)\1|`([^`$]*)`""", re.S)
-_ARGV = re.compile(r"(sys\.argv|process\.argv|ARGV|\$ARGV|\$argv|\barg)\s*\[\s*(\d+)\s*\]")
-_HARMLESS = re.compile(r"\d+|__file__|__filename|__dirname|sys\.stdin(\.fileno\(\))?|__DIR__"
+_PERL_OPEN = lazy(r"\bopen\s*\(?\s*(?:my\s+)?[$\w]+\s*,")
+_LITERAL = lazy(r"""(?:[rbuRB]{0,2})(["'])((?:(?!\1)[^\\]|\\.)*)\1|`([^`$]*)`""", re.S)
+_ARGV = lazy(r"(sys\.argv|process\.argv|ARGV|\$ARGV|\$argv|\barg)\s*\[\s*(\d+)\s*\]")
+_HARMLESS = lazy(r"\d+|__file__|__filename|__dirname|sys\.stdin(\.fileno\(\))?|__DIR__"
                        r"|process\.cwd\(\)|os\.getcwd\(\)|Dir\.pwd|Path\.cwd\(\)"
                        r"|process\.stdin\.fd|\$0|STDIN|\$PROGRAM_NAME|['\"]-['\"]")
-_JOIN = re.compile(r"(?:os\.path\.join|path\.join|path\.resolve|File\.join|Path|pathlib\.Path"
+_JOIN = lazy(r"(?:os\.path\.join|path\.join|path\.resolve|File\.join|Path|pathlib\.Path"
                    r"|join_paths)\s*\((.*)\)", re.S)
 
 
@@ -56,7 +57,7 @@ def split_args(text: str) -> list[str]:
     return [part.strip() for part in _split(text, _COMMA)]
 
 
-_COMMA = re.compile(",")
+_COMMA = lazy(",")
 
 
 def _split(text: str, seps: re.Pattern[str]) -> list[str]:
@@ -81,7 +82,7 @@ def _split(text: str, seps: re.Pattern[str]) -> list[str]:
     return [*parts, text[last:]]
 
 
-_CONCAT = re.compile(r"\s*(\+|\.\.|(?<=[\s\"'])\.(?=[\s\"'$]))\s*")
+_CONCAT = lazy(r"\s*(\+|\.\.|(?<=[\s\"'])\.(?=[\s\"'$]))\s*")
 
 
 def fold(expr: str, code: str, depth: int = 0) -> str | None:
@@ -124,10 +125,10 @@ _GLOB_LOOP = (r"for\s+{n}\s+in\s+(?:glob\.i?glob|i?glob|(?:pathlib\.)?Path\("
               r"Dir(?:\.glob\(|\[)\s*(['\"])()([^'\"]+)\1[^{]*\{\s*\|\s*{n}\s*\|")
 #: What such a pattern may match without naming a secret: files by a code, text or data
 #: extension, in no hidden directory (json/yaml only below a named directory).
-_SAFE_GLOB = re.compile(r"(?:[\w-]+/)*(?:\*\*/)*\*?[\w-]*\*?\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|md|"
+_SAFE_GLOB = lazy(r"(?:[\w-]+/)*(?:\*\*/)*\*?[\w-]*\*?\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|md|"
                         r"rst|txt|rb|go|rs|java|kt|c|h|cc|cpp|hpp|cs|css|scss|html|csv|tsv|"
                         r"ipynb|sql|sh|toml|xml|svg|vue|svelte|php|swift|lock)")
-_DATA_GLOB = re.compile(r"(?:\.github/|[\w-]+/)(?:[\w-]+/)*\*\.(?:json|ya?ml)")
+_DATA_GLOB = lazy(r"(?:\.github/|[\w-]+/)(?:[\w-]+/)*\*\.(?:json|ya?ml)")
 
 
 def _globbed(name: str, code: str) -> str | None:

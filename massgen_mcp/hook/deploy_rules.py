@@ -11,11 +11,10 @@ ones are few. Standard library only.
 
 from __future__ import annotations
 
-import re
-
 from massgen_mcp.hook.command import SimpleCommand, subcommand, wordset
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.reach_rules import project_tasks
+from massgen_mcp.hook.regex import lazy
 
 #: Verbs that read or stay on this machine, whatever the program.
 _READS = wordset(
@@ -63,7 +62,7 @@ def _local_context(cmd: SimpleCommand) -> bool:
 
 #: Words of a project task's name that say it ships (`make deploy`, `npm run release:prod`).
 _SHIPS = wordset("deploy deployment release publish ship promote rollout")
-_TASK_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_TASK_PARTS = lazy(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
 def task_ships(cmd: SimpleCommand) -> str | None:

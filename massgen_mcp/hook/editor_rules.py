@@ -10,6 +10,7 @@ import re
 
 from massgen_mcp.hook.command import SimpleCommand
 from massgen_mcp.hook.options import option_values
+from massgen_mcp.hook.regex import lazy
 
 VI = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "evim", "rvim"})
 
@@ -38,23 +39,23 @@ def _parts(script: str) -> list[str]:
     return [*out, cur]
 
 
-_MODIFIERS = re.compile(r"^((silent!?|sil!?|noautocmd|noa|keepalt|unsilent|verbose|vert|"
+_MODIFIERS = lazy(r"^((silent!?|sil!?|noautocmd|noa|keepalt|unsilent|verbose|vert|"
                         r"keepjumps|lockmarks|sandbox)\s+)+")
-_RANGE = re.compile(r"^(\d+|\$|%|\.)?,?(\d+|\$)?\s*")
+_RANGE = lazy(r"^(\d+|\$|%|\.)?,?(\d+|\$)?\s*")
 #: Ex commands that run code of another language (`:lua`, `:py3`, `:perldo`, `:rubyfile`).
-_LANGUAGES = re.compile(r"^(lua|luado|luafile|py|py3|python|python3|pyx|pythonx|pydo|py3do"
+_LANGUAGES = lazy(r"^(lua|luado|luafile|py|py3|python|python3|pyx|pythonx|pydo|py3do"
                         r"|pyxdo|pyf|pyfile|py3file|pyxfile|perl|perldo|ruby|rubydo|rubyfile"
                         r"|rub|tcl|tcldo|tclfile|mz|mzscheme|mzfile)\b(.*)", re.S)
 #: What Lua code reaches beyond the editor with (a shell, files, code loaded at run time).
-_LUA_REACH = re.compile(r"\b(os|io|vim\.fn|vim\.system|vim\.loop|vim\.uv|vim\.cmd|vim\.api"
+_LUA_REACH = lazy(r"\b(os|io|vim\.fn|vim\.system|vim\.loop|vim\.uv|vim\.cmd|vim\.api"
                         r"|jobstart|termopen|load|loadstring|dofile|loadfile|debug|package)\b")
 #: Anywhere in an Ex command: `call system(..)`, `let r = system(..)`, `echo systemlist(..)`.
-_SHELL_CALLS = re.compile(r"(call\s+)?\b(system|systemlist|jobstart|termopen|job_start)\s*\((.*)\)")
+_SHELL_CALLS = lazy(r"(call\s+)?\b(system|systemlist|jobstart|termopen|job_start)\s*\((.*)\)")
 #: Script functions that write, delete or rename the file named by an argument (a literal
 #: path in group 2 or 3, else computed): `writefile(lines, path)`, `delete(path)`.
-_FILE_CALLS = re.compile(r"""\b(writefile\s*\([^,]*,|delete\s*\(|rename\s*\(|mkdir\s*\()"""
+_FILE_CALLS = lazy(r"""\b(writefile\s*\([^,]*,|delete\s*\(|rename\s*\(|mkdir\s*\()"""
                          r"""\s*(?:"([^"]*)"|'([^']*)'|(?=[^"'\s]))""")
-_LITERAL = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')\s*""")
+_LITERAL = lazy(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)')\s*""")
 
 
 def _commands(text: str, out: list[str], why: list[str], depth: int = 0) -> None:

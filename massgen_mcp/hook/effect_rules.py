@@ -22,12 +22,13 @@ import re
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope
 
 _DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset"})
-_DEVICE_TOOLS = re.compile(r"^(wipefs|mkfs(\..*)?|mke2fs|mkswap|blkdiscard|sgdisk|fdisk|sfdisk"
+_DEVICE_TOOLS = lazy(r"^(wipefs|mkfs(\..*)?|mke2fs|mkswap|blkdiscard|sgdisk|fdisk|sfdisk"
                            r"|parted|cfdisk|badblocks|hdparm|nvme|dd|shred|cryptsetup)$")
-_BLOCK = re.compile(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|md|dm-|loop|disk|mapper/|sr|nbd)")
+_BLOCK = lazy(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|md|dm-|loop|disk|mapper/|sr|nbd)")
 _PUBLISHERS = {"twine": "upload", "cargo": "publish", "gem": "push", "poetry": "publish",
                "uv": "publish", "flit": "publish", "hatch": "publish", "nuget": "push"}
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
@@ -68,8 +69,8 @@ _CREDENTIAL_PRINTERS = (
     "flyctl auth token", "npm token list", "glab auth status", "kubectl create token",
     "gh auth token", "docker-credential-desktop get", "git credential-manager get",
     "keyring get", "lpass show")
-_JQ_ENV = re.compile(r"(?<![.\w$])env\b(?!\s*\.)|\$ENV\b(?!\s*\.)|\$__prog_env\b")
-_REMOTE_URL = re.compile(r"^remote\..*\.(url|pushurl)$|^url\.")
+_JQ_ENV = lazy(r"(?<![.\w$])env\b(?!\s*\.)|\$ENV\b(?!\s*\.)|\$__prog_env\b")
+_REMOTE_URL = lazy(r"^remote\..*\.(url|pushurl)$|^url\.")
 
 
 def secret_route(cmd: SimpleCommand) -> str | None:
@@ -112,13 +113,13 @@ def secret_route(cmd: SimpleCommand) -> str | None:
     return None
 
 
-_AUTH_SETTING = re.compile(r"(?i)auth|token|password|_pass\b")
+_AUTH_SETTING = lazy(r"(?i)auth|token|password|_pass\b")
 #: Readers whose file operands may come from a substitution (`cat $(ls -a | grep env)`).
 _READERS = wordset("cat less more head tail bat nl tac od xxd hexdump strings base64 "
                    "paste column sed awk grep sort uniq cut tr jq yq diff")
 #: A substitution that lists files and may name secret ones: by a secret-ish name, or by
 #: listing hidden files (`ls -a`, `fd -H`, `find` with no name filter).
-_LISTS_SECRETS = re.compile(
+_LISTS_SECRETS = lazy(
     r"(?i)\.env|\benv\b|secret|cred|token|passw|\bkeys?\b|\.key\b|\.pem|netrc|npmrc|pypirc|"
     r"\.ssh|\.aws|\.kube|id_(?:rsa|ed25519|ecdsa)|\bls\s+-\w*[aA]|\bfd\b.*\s-(?:H|-hidden)|"
     r"\bfind\b(?!.*\s-i?(?:name|path|regex)\s)|\^\\?\.")

@@ -22,6 +22,7 @@ import os
 import re
 
 from massgen_mcp.hook.lexer import UNKNOWN, Word
+from massgen_mcp.hook.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,9 +34,9 @@ if TYPE_CHECKING:
 
 _MAX_WORDS = 256
 _MAX_LISTING = 4096
-_SEQ = re.compile(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
-_GLOB = re.compile(r"[*?\[]")
-_TILDE_USER = re.compile(r"^~([A-Za-z_][\w.-]*|-)(?=/|$)")
+_SEQ = lazy(r"^(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?$")
+_GLOB = lazy(r"[*?\[]")
+_TILDE_USER = lazy(r"^~([A-Za-z_][\w.-]*|-)(?=/|$)")
 _STATIC = frozenset({"echo", "printf", "dirname", "basename", "pwd", "mktemp"})
 # What `$(mktemp)` stands for: a path that did not exist before the line made it, so
 # writing or deleting there harms nobody's data (`scope.py` treats it as private temp).
@@ -130,7 +131,7 @@ def tilde_user(text: str) -> str:
     return home + text[m.end():]
 
 
-_PARAM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?]|%%|%|##|#)"
+_PARAM = lazy(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?]|%%|%|##|#)"
                     r"((?:[^{}]|\{[^{}]*\})*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 import re
 from shlex import join
 
+from massgen_mcp.hook.regex import lazy
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from massgen_mcp.hook.command import SimpleCommand
 
 _GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace",
                             "--config-env", "--exec-path"})
-_PROGRAM_KEYS = re.compile(
+_PROGRAM_KEYS = lazy(
     r"^(core\.(sshcommand|pager|editor|fsmonitor|askpass|hookspath)|diff\.external"
     r"|sequence\.editor|gpg\.(\w+\.)?program|credential(\..*)?\.helper|pager\..*"
     r"|(diff|merge|filter)\..*\.(textconv|command|driver|clean|smudge|process|cmd)"

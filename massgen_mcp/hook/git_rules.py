@@ -28,17 +28,18 @@ from massgen_mcp.hook.command import SimpleCommand, subcommand
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.options import option_values, resolve_long
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, secret_kind
 
-PROTECTED_BRANCH = re.compile(
+PROTECTED_BRANCH = lazy(
     r"^(main|master|trunk|develop|development|dev|stable|staging|production|gh-pages"
     r"|prod([-/_].*)?|release([-/_].*)?|releases/.*|hotfix([-/_].*)?)$"
 )
 GIT_GLOBAL_VALUES = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
 #: Remotes of git-push platforms where a push is a deploy (`git push heroku main`).
-_DEPLOY_REMOTE = re.compile(r"(?i)^(heroku|dokku|production|prod|live|deploy|flynn|"
+_DEPLOY_REMOTE = lazy(r"(?i)^(heroku|dokku|production|prod|live|deploy|flynn|"
                             r"piku|caprover|azure|pantheon|platform|engineyard)([-_.].*)?$")
-_URL_REMOTE = re.compile(r"^(https?://|ssh://|git://|file://|[\w.-]+@[\w.-]+:)")
+_URL_REMOTE = lazy(r"^(https?://|ssh://|git://|file://|[\w.-]+@[\w.-]+:)")
 
 
 def current_branch(cwd: str) -> str | None:
@@ -204,7 +205,7 @@ def git_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
     return out
 
 
-_RELEASE = re.compile(r"^v?\d+(\.\d+)+([-+.]\w+)*$")  # a release tag's name: shared like main
+_RELEASE = lazy(r"^v?\d+(\.\d+)+([-+.]\w+)*$")  # a release tag's name: shared like main
 _PRINTS_CONTENT = frozenset({"show", "log", "diff", "grep", "blame", "cat-file", "annotate"})
 
 

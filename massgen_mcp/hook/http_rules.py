@@ -25,6 +25,7 @@ import re
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,17 +36,17 @@ _DATA_OPTIONS = frozenset({"-d", "--data", "--data-raw", "--data-binary", "--dat
                            "--raw"})
 #: One numbered item on a local dev server (`localhost:8000/api/todos/3`): a test of the
 #: app being written; a collection, an index or `_all` is data.
-_LOCAL_ITEM = re.compile(r"^(https?://)?(localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0)?(:\d+)?"
+_LOCAL_ITEM = lazy(r"^(https?://)?(localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0)?(:\d+)?"
                          r"/[\w/.-]*/([0-9]+|[0-9a-f]{8}-[0-9a-f-]{27,})/?$", re.I)
 _HTTP = wordset("curl wget http https xh xhs httpie curlie")
 _HTTPIE = wordset("http https xh xhs httpie curlie")
 _METHODS = wordset("GET HEAD OPTIONS POST PUT PATCH DELETE")
-_SECRET_VAR = re.compile(r"\$\{?\w*(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)\w*\}?", re.I)
+_SECRET_VAR = lazy(r"\$\{?\w*(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)\w*\}?", re.I)
 #: Words of a URL path that name a deletion (`_delete_by_query`, `deleteRange`, `/drop`).
 _DELETING = wordset("delete deleterange deleteall drop dropdb truncate purge wipe destroy "
                     "flushall flushdb nuke erase")
-_PATH_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
-_DELETE_DOC = re.compile(r"(?i)<delete>\s*<(query|id)>|[\"']delete[\"']\s*:\s*\{")
+_PATH_WORDS = lazy(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_DELETE_DOC = lazy(r"(?i)<delete>\s*<(query|id)>|[\"']delete[\"']\s*:\s*\{")
 
 
 def http_findings(cmd: SimpleCommand,

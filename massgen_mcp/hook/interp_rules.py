@@ -27,6 +27,7 @@ from massgen_mcp.hook.code_paths import read_findings
 from massgen_mcp.hook.command import SimpleCommand
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, secret_kind
 
 TYPE_CHECKING = False
@@ -44,38 +45,38 @@ _CODE_FLAGS: dict[str, tuple[str, ...]] = {
     "osascript": ("-e",), "pwsh": ("-c", "-Command"), "powershell": ("-c", "-Command"),
     "awk": (), "gawk": (), "mawk": (), "jshell": (),
 }
-_PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
-_RUNS_SHELL = re.compile(
+_PYTHON = lazy(r"^(python|pypy)[0-9.]*$")
+_RUNS_SHELL = lazy(
     r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
     r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
     r"|IO\.popen|Open3|pty\.spawn|Deno\.run|Deno\.Command|Bun\.spawn|\$\.run|os\.execute"
     r"|io\.popen|do shell script|system2|pipe|pcntl_exec|ProcessBuilder|Runtime\.getRuntime)\b|`"
     r"|%x[{(\[<|!]|qx[{(]|\bopen\b[^;]*[\"'](\|-|-\||\s*\|[^\"']|[^\"']*\|\s*[\"'])")
-_DELETES = re.compile(
+_DELETES = lazy(
     r"(?:\b(?:os|shutil|fs|fsp|promises|File|FileUtils|Dir|Files|FileSystem)\.(?:remove\w*"
     r"|unlink\w*|rmdir\w*|rmtree|rm\w*|rename\w*|move\w*|delete\w*|truncate\w*|emptyDir\w*)"
     r"|\b(?:rmtree|rm_rf|rimraf|remove_tree)|\bunlink\b|\.(?:unlink|rmdir|rm|rmSync|rmdirSync|unlinkSync|rmtree)\b)\s*\(?")
 #: Any object's delete call, and bare `rm(` (Julia): `Deno.removeSync(`, `fs::remove_dir_all(`;
 #: judged only when its argument names a path (`items.remove(2)` is a list).
-_ANY_DELETE = re.compile(
+_ANY_DELETE = lazy(
     r"(?:\.|::)(?:remove|removeSync|remove_file|remove_dir|remove_dir_all|removeAll|unlink\w*"
     r"|rmdir\w*|delete(?:Sync|Recursively|IfExists)?|rm_r|rm_rf)\s*\(|(?<![\w.$])rm\s*\(")
-_PATHISH = re.compile(r"[/~]|home|HOME|[pP]ath|[dD]ir|[fF]ile|glob|env|cwd|argv|ARGV")
-_PATH_RECEIVER = re.compile(r"""\bPath\(\s*(["'])([^"']+)\1\s*\)$""")
-_LITERAL_ARG = re.compile(r"""\(?\s*(?:r|b|f)?(["'])((?:(?!\1).)*)\1""")
-_WRITES = re.compile(r"""\b(?:open|File\.open|fopen)\s*\(\s*(["'])([^"']+)\1\s*,\s*["'][wax+]"""
+_PATHISH = lazy(r"[/~]|home|HOME|[pP]ath|[dD]ir|[fF]ile|glob|env|cwd|argv|ARGV")
+_PATH_RECEIVER = lazy(r"""\bPath\(\s*(["'])([^"']+)\1\s*\)$""")
+_LITERAL_ARG = lazy(r"""\(?\s*(?:r|b|f)?(["'])((?:(?!\1).)*)\1""")
+_WRITES = lazy(r"""\b(?:open|File\.open|fopen)\s*\(\s*(["'])([^"']+)\1\s*,\s*["'][wax+]"""
                      r"""|\b(?:writeFileSync|appendFileSync|writeFile|appendFile|write_text"""
                      r"""|write_bytes|file_put_contents|File\.write)\s*\(\s*(["'])([^"']+)\3""")
 #: Perl's open with the mode in the path (`open F, ">/etc/hosts"`) or apart from it
 #: (`open F, ">", "/etc/hosts"`), parentheses optional.
-_PERL_OPEN = re.compile(r"""\bopen\s*\(?\s*(?:my\s+)?[$\w]+\s*,\s*"""
+_PERL_OPEN = lazy(r"""\bopen\s*\(?\s*(?:my\s+)?[$\w]+\s*,\s*"""
                         r"""(?:(["'])\+?(?:>>?|\+<)\1\s*,\s*)?(["'])(?(1)|\+?(?:>>?|\+<)\s*)(?P<path>[^"'|]+)\2""")
-_DECODES = re.compile(r"b64decode|base64|atob|Buffer\.from|decode\(|unpack|pack\(", re.I)
-_EVALS = re.compile(r"\b(exec|eval|compile|Function|instance_eval|class_eval)\s*\(")
-_URL = re.compile(r"(?i)\b(https?|ftp)://")
+_DECODES = lazy(r"b64decode|base64|atob|Buffer\.from|decode\(|unpack|pack\(", re.I)
+_EVALS = lazy(r"\b(exec|eval|compile|Function|instance_eval|class_eval)\s*\(")
+_URL = lazy(r"(?i)\b(https?|ftp)://")
 #: Evaluation spelt without a call's parentheses (`.then(eval)`, `eval URI.open(..)`,
 #: R's `source("https://..")`, PowerShell's `iex`).
-_RUNS_FETCHED = re.compile(r"\(\s*eval\s*\)|\beval\s+\w|\b(source|sys\.source|require|"
+_RUNS_FETCHED = lazy(r"\(\s*eval\s*\)|\beval\s+\w|\b(source|sys\.source|require|"
                            r"load|import)\s*\(\s*[\"']?(https?|ftp)://|\b(iex|Invoke-Expression)\b",
                            re.I)
 
@@ -136,13 +137,13 @@ def _encoded_command(args: list[str]) -> str | None:
     return None
 
 
-_PS_CMDLETS = ((re.compile(r"\b(Remove-Item|ri|del|erase|rd|rmdir)\b(?=[^;|]*-Recurse)", re.I),
-                "rm -rf"), (re.compile(r"\b(Remove-Item|ri|del|erase)\b", re.I), "rm -f"),
-               (re.compile(r"\b(Copy-Item|cpi)\b", re.I), "cp -r"),
-               (re.compile(r"\b(Move-Item|mi)\b", re.I), "mv"),
-               (re.compile(r"\b(Set-Content|Add-Content|Out-File)\b", re.I), "tee -a"),
-               (re.compile(r"\b(Invoke-Expression|iex|Start-Process|saps)\b", re.I), "eval"),
-               (re.compile(r"\b(Invoke-WebRequest|iwr|Invoke-RestMethod|irm)\b", re.I), "curl"))
+_PS_CMDLETS = ((lazy(r"\b(Remove-Item|ri|del|erase|rd|rmdir)\b(?=[^;|]*-Recurse)", re.I),
+                "rm -rf"), (lazy(r"\b(Remove-Item|ri|del|erase)\b", re.I), "rm -f"),
+               (lazy(r"\b(Copy-Item|cpi)\b", re.I), "cp -r"),
+               (lazy(r"\b(Move-Item|mi)\b", re.I), "mv"),
+               (lazy(r"\b(Set-Content|Add-Content|Out-File)\b", re.I), "tee -a"),
+               (lazy(r"\b(Invoke-Expression|iex|Start-Process|saps)\b", re.I), "eval"),
+               (lazy(r"\b(Invoke-WebRequest|iwr|Invoke-RestMethod|irm)\b", re.I), "curl"))
 
 
 def _as_shell(code: str) -> str:
@@ -239,7 +240,7 @@ def code_findings(cmd: SimpleCommand, scope: Scope,
     return out + read_findings(name, code, family, words)
 
 
-_READS = re.compile(r"\b(open|read\w*|readFileSync|File\.read|slurp|file_get_contents"
+_READS = lazy(r"\b(open|read\w*|readFileSync|File\.read|slurp|file_get_contents"
                     r"|read_text|cat)\s*\(")
 
 
@@ -262,21 +263,21 @@ def _tree_with_secrets(literal: str, scope: Scope) -> str | None:
         "the guard's key" if os.path.realpath(key_path()).startswith(where + "/") else None)
 
 
-_DISPATCH = re.compile(r"\bgetattr\s*\(\s*(?:[^,()]|\([^()]*\))+,\s*(?![\"'][\w]+[\"']\s*[,)])"
+_DISPATCH = lazy(r"\bgetattr\s*\(\s*(?:[^,()]|\([^()]*\))+,\s*(?![\"'][\w]+[\"']\s*[,)])"
                        r"|\b(importlib\.import_module|__getattribute__|globals\(\)\s*\[|"
                        r"vars\(\w*\)\s*\[|\.send\s*\(|\.public_send\s*\(|&\$\w+\s*\()")
 #: php's `$f(...)`: the function is named by a variable (perl's `for $x (...)` is a loop)
-_PHP_DISPATCH = re.compile(r"(?<![\w>$:])\$\w+\s*\(")
-_SHELL_CALL = re.compile(r"\b(os\.system|os\.popen|subprocess\.\w+|Popen|check_output|"
+_PHP_DISPATCH = lazy(r"(?<![\w>$:])\$\w+\s*\(")
+_SHELL_CALL = lazy(r"\b(os\.system|os\.popen|subprocess\.\w+|Popen|check_output|"
                          r"check_call|execSync|exec|spawnSync|spawn|execFileSync|system|"
                          r"shell_exec|passthru|popen|IO\.popen|Open3\.\w+|Deno\.Command|Deno\.run"
                          r"|Bun\.spawn\w*|pcntl_exec)\s*\(")
-_PURE_ARG = re.compile(r"""(?:\s|,|\[|\]|\{|\}|:|\w+\s*=\s*(?:True|False|None|true|false|\d+)"""
+_PURE_ARG = lazy(r"""(?:\s|,|\[|\]|\{|\}|:|\w+\s*=\s*(?:True|False|None|true|false|\d+)"""
                        r"""|(?:shell|check|text|capture_output|cwd|timeout|stdio|encoding)"""
                        r"""\s*[:=]\s*(?:[\w.]+|""))*""")
-_OPENS = re.compile(r"\b(open|File\.open|fopen|writeFileSync|appendFileSync|writeFile"
+_OPENS = lazy(r"\b(open|File\.open|fopen|writeFileSync|appendFileSync|writeFile"
                     r"|appendFile|file_put_contents|File\.write)\s*\(")
-_ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.environ|%ENV|Bun\.env)"
+_ENV_OBJECT = lazy(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.environ|%ENV|Bun\.env)"
                          r"(?![\w.\[])|\bENV\.(to_h|to_a|each|inspect|keys|values)\b"
                          r"|\bgetenv\(\s*\)|os\.environ\.(items|values|copy)\(\)"
                          r"|(?<![\w$.{])ENV(?![\w\[.{(])|\$_(ENV|SERVER)\b(?!\s*\[)"
@@ -284,12 +285,12 @@ _ENV_OBJECT = re.compile(r"(?<![*\w])(?<!env=)(?<!env\s=\s)(process\.env|os\.env
 
 #: `{**os.environ}` copies the whole environment: handed to a child it is ordinary, printed
 #: it is a dump of every key.
-_ENV_SPREAD = re.compile(r"\*\*\s*os\.environ\b")
-_SECRET_VAR = re.compile(r"(environ(\.get)?\s*[\[(]\s*|getenv\(\s*|ENV\[\s*|ENV\.fetch\(\s*"
+_ENV_SPREAD = lazy(r"\*\*\s*os\.environ\b")
+_SECRET_VAR = lazy(r"(environ(\.get)?\s*[\[(]\s*|getenv\(\s*|ENV\[\s*|ENV\.fetch\(\s*"
                          r"|process\.env\.|process\.env\[\s*|\$ENV\{)[\"']?\w*(KEY|TOKEN|SECRET"
                          r"|PASSWORD|PASSWD|CREDENTIAL)", re.I)
-_PRINTS = re.compile(r"\b(print|console\.log|puts|echo|say|printf|write|p)\b")
-_EVAL_COMPUTED = re.compile(r"(?<![.\w$])(eval|exec|instance_eval|class_eval|module_eval"
+_PRINTS = lazy(r"\b(print|console\.log|puts|echo|say|printf|write|p)\b")
+_EVAL_COMPUTED = lazy(r"(?<![.\w$])(eval|exec|instance_eval|class_eval|module_eval"
                             r"|create_function|Function|loadstring)\s*\(\s*(?![\"'`)\s])")
 
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 
+from massgen_mcp.hook.regex import lazy
+
 UNKNOWN = "\0"
 _WORD_END = frozenset(" \t\r\n;&|()<>")
-_PLAIN = re.compile(r"[^ \t\r\n;&|()<>'\"\\$`@!?*+]+")
+_PLAIN = lazy(r"[^ \t\r\n;&|()<>'\"\\$`@!?*+]+")
 _OPS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRS = ("<<<", "<<-", "<<", "&>>", "&>", ">>", ">|", ">&", "<&", "<>", ">", "<")
-_ANSI = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|[0-7]{1,3}|c.|.)", re.S)
+_ANSI = lazy(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|[0-7]{1,3}|c.|.)", re.S)
 _ANSI_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b",
                 "E": "\x1b", "f": "\f", "v": "\v"}
 MAX_DEPTH = 6

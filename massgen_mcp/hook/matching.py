@@ -20,12 +20,14 @@ from __future__ import annotations
 import os
 import re
 
+from massgen_mcp.hook.regex import lazy
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up
     from typing import Any
 
-PLACEHOLDER = re.compile(r"<\s*executor-fills\s*:[^>]*>", re.I)
-_WHOLE_PLACEHOLDER = re.compile(r"^\s*<\s*executor-fills\s*:[^>]*>\s*$", re.I)
+PLACEHOLDER = lazy(r"<\s*executor-fills\s*:[^>]*>", re.I)
+_WHOLE_PLACEHOLDER = lazy(r"^\s*<\s*executor-fills\s*:[^>]*>\s*$", re.I)
 _BASH_IGNORED = frozenset({"description", "timeout", "run_in_background"})
 _PATH_KEYS = frozenset({"file_path", "notebook_path", "path"})
 _SHELL_SAFE_FILL = r"[^;&|$`<>()\n]+"

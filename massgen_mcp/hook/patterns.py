@@ -18,13 +18,13 @@ Standard library only.
 
 from __future__ import annotations
 
-import re
 from shlex import join
 
 from massgen_mcp.hook.bash_rules import check_bash
 from massgen_mcp.hook.command import wordset
 from massgen_mcp.hook.matching import split_mcp_name
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, holds_secrets, secret_kind
 from massgen_mcp.hook.secret_search import SECRET_SAMPLES
 from massgen_mcp.hook.sql_rules import sql_finding
@@ -45,7 +45,7 @@ OUR_TOOLS = wordset(
     "run_consensus plan checkpoint_init checkpoint get_run list_runs cancel_run list_backends "
     "get_plan list_plans"
 )
-_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_WORDS = lazy(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _VERBS: dict[str, tuple[str, str]] = {}
 for _group, _verbs, _what in (
     ("destruction", "delete drop destroy purge truncate wipe erase flush flushall flushdb nuke "

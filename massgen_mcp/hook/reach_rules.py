@@ -32,6 +32,7 @@ from massgen_mcp.hook.interp_rules import interpreter
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.programs import KNOWN
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, is_under
 from massgen_mcp.hook.secret_search import finds_secrets, searches_secrets, secret_store_read
 from massgen_mcp.hook.statefile import StateFileError, read_bytes
@@ -62,13 +63,13 @@ _RECIPE_PLACES = {"make": ("-C", "--directory", "-f", "--file", "--makefile"),
 #: Cloud and storage CLIs the hook knows, whose subcommands still say what they delete
 #: (`az storage blob delete-batch`, `gsutil rm`): judged by verb like unknown programs.
 _CLOUD_CLIS = wordset("aws gcloud az gsutil doctl kubectl helm terraform tofu pulumi")
-_DESTROYER = re.compile(r"^(drop|destroy|purge|wipe|nuke)|^(lv|vg|pv)remove$|^(user|group)del$"
+_DESTROYER = lazy(r"^(drop|destroy|purge|wipe|nuke)|^(lv|vg|pv)remove$|^(user|group)del$"
                         r"|^(wipefs|blkdiscard)$")
-_WORD_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_WORD_PARTS = lazy(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _DB_SHELLS = wordset("psql mysql mariadb sqlite3 sqlite duckdb clickhouse-client cqlsh "
                      "mongosh mongo usql pgcli mycli litecli sqlcmd snowsql")
 _SQL_FILE_OPTIONS = ("-f", "--file", "-i", "--init", "--queries-file", "--execute-file")
-_DELETING_NAME = re.compile(r"drop|delete|truncate|reset|wipe|purge|destroy|clean|teardown"
+_DELETING_NAME = lazy(r"drop|delete|truncate|reset|wipe|purge|destroy|clean|teardown"
                             r"|nuke|down", re.I)
 
 

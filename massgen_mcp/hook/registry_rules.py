@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.command import SimpleCommand
+from massgen_mcp.hook.regex import lazy
 
 #: Environment variables naming where packages (or their checksums) come from.
-_SOURCE_VARS = re.compile(
+_SOURCE_VARS = lazy(
     r"^(PIP_(INDEX_URL|EXTRA_INDEX_URL|TRUSTED_HOST|FIND_LINKS)|UV_(INDEX_URL|EXTRA_INDEX_URL"
     r"|DEFAULT_INDEX|INDEX|FIND_LINKS|INSECURE_HOST)|(?i:npm_config_registry)"
     r"|(?i:npm_config_@[\w-]+:registry)|YARN_(NPM_REGISTRY_SERVER|REGISTRY)|GOPROXY|GOSUMDB"
@@ -25,13 +26,13 @@ _SOURCE_VARS = re.compile(
     r"|CARGO_REGISTRY_\w+|CARGO_SOURCE_\w+|BUNDLE_MIRROR__\w+|GEM_SOURCE|CONDA_CHANNELS"
     r"|CONDA_CHANNEL_ALIAS|POETRY_REPOSITORIES_\w+|PDM_PYPI_URL|COMPOSER_REPOSITORIES"
     r"|NUGET_\w*SOURCE\w*|HEX_MIRROR|HEX_REPO_URL)$")
-_GO_KEYS = re.compile(r"^(GOPROXY|GOSUMDB|GONOSUMDB|GONOSUMCHECK|GOINSECURE)=")
+_GO_KEYS = lazy(r"^(GOPROXY|GOSUMDB|GONOSUMDB|GONOSUMCHECK|GOINSECURE)=")
 _NODE = frozenset({"npm", "yarn", "pnpm", "bun"})
 _CONDA = frozenset({"conda", "mamba", "micromamba"})
 _PYPI = frozenset({"pip", "pip3", "uv", "uvx", "pipx", "pdm", "poetry", "hatch", "rye"})
 _INDEX_OPTIONS = frozenset({"-i", "--index", "--index-url", "--default-index", "--extra-index-url",
                             "-f", "--find-links", "--trusted-host", "--pip-args"})
-_ELSEWHERE = re.compile(r"://|^[/~.]|^file:")
+_ELSEWHERE = lazy(r"://|^[/~.]|^file:")
 
 
 def switches_source(cmd: SimpleCommand) -> list[str]:

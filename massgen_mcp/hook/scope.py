@@ -35,34 +35,34 @@ from collections import namedtuple
 
 from massgen_mcp.hook.active import key_path
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 
-_TEMPLATE_ENV = re.compile(r"^\.env\.(example|sample|template|dist|defaults|schema)$", re.I)
+_TEMPLATE_ENV = lazy(r"^\.env\.(example|sample|template|dist|defaults|schema)$", re.I)
 # The one list of secret-bearing files: the hook's, and the server's `files` argument's
-# (massgen_mcp/inputs.py). Token-bearing configuration counts: a registry or cloud token
-# is as good as a key.
+# (massgen_mcp/inputs.py). Token-bearing configuration counts (as good as a key).
 _SECRET_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^\.env(\..+|rc)?$", re.I), "an environment file"),
-    (re.compile(r"^id_(rsa|dsa|ecdsa|ed25519|xmss)(_sk)?$"), "a private SSH key"),
-    (re.compile(r"\.(pem|key|p12|pfx|jks|keystore|ppk|kdbx)$", re.I), "key material"),
-    (re.compile(r"^credentials", re.I), "a credentials file"),
-    (re.compile(r"^[._](netrc|pgpass|pypirc|git-credentials|my\.cnf|s3cfg|boto|vault-token"
+    (lazy(r"^\.env(\..+|rc)?$", re.I), "an environment file"),
+    (lazy(r"^id_(rsa|dsa|ecdsa|ed25519|xmss)(_sk)?$"), "a private SSH key"),
+    (lazy(r"\.(pem|key|p12|pfx|jks|keystore|ppk|kdbx)$", re.I), "key material"),
+    (lazy(r"^credentials", re.I), "a credentials file"),
+    (lazy(r"^[._](netrc|pgpass|pypirc|git-credentials|my\.cnf|s3cfg|boto|vault-token"
                 r"|terraformrc|htpasswd)$", re.I), "a credentials file"),
-    (re.compile(r"^\.(npmrc|yarnrc\.yml)$", re.I), "a package registry config (auth tokens)"),
-    (re.compile(r"\.tfstate(\.backup)?$", re.I), "Terraform state (it holds the secrets of "
+    (lazy(r"^\.(npmrc|yarnrc\.yml)$", re.I), "a package registry config (auth tokens)"),
+    (lazy(r"\.tfstate(\.backup)?$", re.I), "Terraform state (it holds the secrets of "
                                                  "what it manages)"),
-    (re.compile(r"^(kubeconfig|.+\.kubeconfig)$", re.I), "a cluster credentials file"),
-    (re.compile(r"^(application_default_credentials|service[-_]account.*)\.json$", re.I),
+    (lazy(r"^(kubeconfig|.+\.kubeconfig)$", re.I), "a cluster credentials file"),
+    (lazy(r"^(application_default_credentials|service[-_]account.*)\.json$", re.I),
      "a cloud service account key"),
-    (re.compile(r".\.env$", re.I), "an environment file"),  # prod.env, .dev.env
-    (re.compile(r"^\.mcp\.json$", re.I), "an MCP client config (tool servers' tokens)"),
-    (re.compile(r"^\.dev\.vars$", re.I), "an environment file (Cloudflare's)"),
-    (re.compile(r"^\.?secrets?([._-][\w-]+)?\.(toml|ya?ml|json|ini|cfg|conf|env|txt|properties)$"
+    (lazy(r".\.env$", re.I), "an environment file"),  # prod.env, .dev.env
+    (lazy(r"^\.mcp\.json$", re.I), "an MCP client config (tool servers' tokens)"),
+    (lazy(r"^\.dev\.vars$", re.I), "an environment file (Cloudflare's)"),
+    (lazy(r"^\.?secrets?([._-][\w-]+)?\.(toml|ya?ml|json|ini|cfg|conf|env|txt|properties)$"
                 r"|^\.secrets?$", re.I), "a secrets file"),
-    (re.compile(r"\.tfvars(\.json)?$", re.I), "Terraform variables (they hold its secrets)"),
-    (re.compile(r"^oauth_creds\.json$", re.I), "a coding CLI's login (OAuth tokens)"),
-    (re.compile(r"^(\.[a-z0-9_]*_?history|fish_history|\.histfile)$", re.I),
+    (lazy(r"\.tfvars(\.json)?$", re.I), "Terraform variables (they hold its secrets)"),
+    (lazy(r"^oauth_creds\.json$", re.I), "a coding CLI's login (OAuth tokens)"),
+    (lazy(r"^(\.[a-z0-9_]*_?history|fish_history|\.histfile)$", re.I),
      "a shell or REPL history (commands typed with secrets in them)"),
-    (re.compile(r"^(secring\.gpg|.+\.(gpg|asc)\.key)$", re.I), "a private GPG key"),
+    (lazy(r"^(secring\.gpg|.+\.(gpg|asc)\.key)$", re.I), "a private GPG key"),
 )
 _SECRET_DIRS = (".ssh", ".aws", ".gnupg", ".azure", ".password-store", ".kube")
 _SECRET_SUFFIX = (("/.kube/config", "a cluster credentials file"),
@@ -77,13 +77,13 @@ _SECRET_SUFFIX = (("/.kube/config", "a cluster credentials file"),
                   ("/composer/auth.json", "Composer's registry tokens"),
                   ("/github-copilot/apps.json", "GitHub Copilot's login (tokens)"),
                   ("/github-copilot/hosts.json", "GitHub Copilot's login (tokens)"))
-_GLOB = re.compile(r"[*?\[]")
-_HARMLESS_DEVICE = re.compile(r"^/(dev/(null|zero|full|u?random|stdout|stderr|stdin|tty"
-                              r"|fd/\d+|pts/\d+)|proc/self/fd/[012])$")
-_ENVIRON = re.compile(r"(^|/)proc/[^/]+/(task/[^/]+/)?environ$")
+_GLOB = lazy(r"[*?\[]")
+_HARMLESS_DEVICE = lazy(r"^/(dev/(null|zero|full|u?random|stdout|stderr|stdin|tty|fd/\d+"
+                        r"|pts/\d+)|proc/self/fd/[012])$")
+_ENVIRON = lazy(r"(^|/)proc/[^/]+/(task/[^/]+/)?environ$")
 SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm", "/private/tmp", "/private/var/tmp")
 UNKNOWN_CWD = "\0cwd"  # after `cd "$X"`: where relative paths point is not known
-_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_VAR = lazy(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
 def _total(pattern: str) -> bool:

@@ -21,13 +21,14 @@ from massgen_mcp.hook.active import key_path
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, holds_secrets, is_under, secret_kind
 
 #: Names a glob is tried against: does the Grep tool's `glob` reach secret files?
 SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519", ".netrc",
                    "credentials", "credentials.json", ".pgpass", ".npmrc", ".pypirc",
                    "server.pem", "tls.key", "terraform.tfstate", "kubeconfig")
-SECRETISH = re.compile(r"(?i)key|token|secret|passw|credential|private|auth|^\W{0,2}$|^\.\*?$")
+SECRETISH = lazy(r"(?i)key|token|secret|passw|credential|private|auth|^\W{0,2}$|^\.\*?$")
 
 
 def searches_secrets(cmd: SimpleCommand, scope: Scope) -> str | None:
@@ -130,12 +131,12 @@ def pipeline_reach(pipeline: list[SimpleCommand], scope: Scope) -> list[Finding]
 
 _SEARCHERS = wordset("grep egrep fgrep rg ag ack cat less more head tail sed awk find fd echo "
                      "printf git ls touch mkdir cp mv rm vim code nano pytest")
-_WORD_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+_WORD_PARTS = lazy(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_SECRET_NAME = lazy(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
 _STORE_WORDS = wordset("secret secrets secretsmanager keyvault password passwords credential "
                        "credentials")
 #: Python's `secrets` module makes random tokens; it reads no store.
-_PY_SECRETS = re.compile(r"\b(?:import\s+secrets\b|from\s+secrets\s+import\b|secrets\.(?:"
+_PY_SECRETS = lazy(r"\b(?:import\s+secrets\b|from\s+secrets\s+import\b|secrets\.(?:"
                          r"token_\w+|choice|randbelow|randbits|compare_digest|SystemRandom))")
 _STORE_READS = wordset("get show access read download value reveal export pull print dump "
                        "decrypt view describe cat output")

@@ -23,13 +23,14 @@ from massgen_mcp.hook.command import command_head as command_head  # main.py imp
 from massgen_mcp.hook.expand import expand_words, glob_program, param_expand, tilde_user
 from massgen_mcp.hook.lexer import UNKNOWN, Op, Redir, Word, lex
 from massgen_mcp.hook.options import resolve_long
+from massgen_mcp.hook.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=")
-_VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_ASSIGNMENT = lazy(r"^([A-Za-z_][A-Za-z0-9_]*)\+?=")
+_VAR_REF = lazy(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 # Wrappers that run their arguments as a command; value = options that take a value.
 _WRAPPERS: dict[str, frozenset[str]] = {
     "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-R"}),

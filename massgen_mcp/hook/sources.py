@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
+from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import secret_kind
 
 #: Programs that read a build description (a file of commands) they then run.
@@ -35,18 +36,18 @@ _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 #: `runner sub URL`: the subcommand runs its first operand as a program.
 _URL_RUNNERS = {"deno": "run", "bun": "run", "uv": "run", "pipx": "run", "uvx": "",
                 "npx": "", "bunx": "", "pnpm": "dlx", "ts-node": "", "tsx": ""}
-_INTERPRETER = re.compile(r"^(python|pypy)[0-9.]*$|^(node|nodejs|perl|ruby|php|lua|Rscript"
+_INTERPRETER = lazy(r"^(python|pypy)[0-9.]*$|^(node|nodejs|perl|ruby|php|lua|Rscript"
                           r"|julia|bash|sh|zsh|dash|ksh|mksh|ash|fish|bun|deno|tsx|ts-node)$")
 #: A descriptor other than stdin, or a socket: what it holds was opened elsewhere in the line
 #: (`exec 5< <(curl ..)`, `exec 3<>/dev/tcp/h/80`), out of the hook's sight.
-_DESCRIPTOR = re.compile(r"^/dev/(fd/(?![012]$)|tcp/|udp/)|^/proc/[^/]+/fd/(?![012]$)")
-_URL = re.compile(r"(?i)^(https?|ftp)://")
+_DESCRIPTOR = lazy(r"^/dev/(fd/(?![012]$)|tcp/|udp/)|^/proc/[^/]+/fd/(?![012]$)")
+_URL = lazy(r"(?i)^(https?|ftp)://")
 _PAGER_OPTIONS = ("--open-files-in-pager", "-O")
 #: Ports of caches and databases that take plain-text commands (memcached, redis, ...).
 _DATA_PORTS = frozenset({"11211", "6379", "6380", "26379", "7000", "9200", "9300", "5984",
                          "8086", "2181", "8529"})
 _NETCAT = wordset("nc ncat netcat telnet socat")
-_LOCAL_ENGINE = re.compile(r"^(unix://|npipe://|tcp://(localhost|127\.0\.0\.1|\[::1\])[:/])")
+_LOCAL_ENGINE = lazy(r"^(unix://|npipe://|tcp://(localhost|127\.0\.0\.1|\[::1\])[:/])")
 
 
 def hidden_sources(cmd: SimpleCommand) -> list[str]:

@@ -8,23 +8,24 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.regex import lazy
 
-_SQL_DELETE = re.compile(r"\bDELETE\s+FROM\s+[\w.\"`\[\]]+(?P<rest>[^;]*)", re.I)
-_SQL_UPDATE = re.compile(r"\bUPDATE\s+[\w.\"`\[\]]+\s+SET\b(?P<rest>[^;]*)", re.I)
-_SQL_DROP = re.compile(
+_SQL_DELETE = lazy(r"\bDELETE\s+FROM\s+[\w.\"`\[\]]+(?P<rest>[^;]*)", re.I)
+_SQL_UPDATE = lazy(r"\bUPDATE\s+[\w.\"`\[\]]+\s+SET\b(?P<rest>[^;]*)", re.I)
+_SQL_DROP = lazy(
     r"\b(DROP\s+(TABLE|DATABASE|SCHEMA|VIEW|INDEX|COLLECTION|KEYSPACE|USER|ROLE)\b"
     r"|TRUNCATE\s+(TABLE\s+)?[\w.\"`\[\]]+|ALTER\s+TABLE\s+\S+\s+DROP\b)",
     re.I,
 )
 _QUOTES = " ;'\"\n"
 #: A WHERE that holds for every row (`WHERE 1=1`, `WHERE true`) is no WHERE.
-_WHERE = re.compile(r"\bWHERE\s+(?!(1\s*=\s*1|true|1|'(\w*)'\s*=\s*'\2')\s*(;|$|--|/\*|['\"]))",
+_WHERE = lazy(r"\bWHERE\s+(?!(1\s*=\s*1|true|1|'(\w*)'\s*=\s*'\2')\s*(;|$|--|/\*|['\"]))",
                     re.I)
 #: A client's `--command=SQL`: its dashes start an option, not a SQL comment.
-_LONG_OPTION = re.compile(r"(?:^|(?<=\s))--[a-z][\w-]*=", re.I)
+_LONG_OPTION = lazy(r"(?:^|(?<=\s))--[a-z][\w-]*=", re.I)
 #: A bare long option (`--host h --query=DROP ...`): left out of the text, not a comment.
-BARE_LONG = re.compile(r"--[a-z][\w-]*", re.I)
-_SQL_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
+BARE_LONG = lazy(r"--[a-z][\w-]*", re.I)
+_SQL_COMMENT = lazy(r"/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
 
 
 def sql_finding(text: str) -> Finding | None:

@@ -17,17 +17,18 @@ import re
 from massgen_mcp.hook.command import SimpleCommand
 from massgen_mcp.hook.editor_rules import vi_writes
 from massgen_mcp.hook.lexer import UNKNOWN
+from massgen_mcp.hook.regex import lazy
 
 _AWK = frozenset({"awk", "gawk", "mawk", "nawk"})
-_AWK_OUT = re.compile(r"(?:print|printf)[^;}|>]*?(>>?|\|)\s*(\"([^\"]*)\"|[^;}\s]+)")
-_DIFF_TARGET = re.compile(r"^\+\+\+ (\S+)", re.M)
-_HOME_JOIN = re.compile(r"expanduser|Path\.home\(\)|homedir\(\)|ENV\[['\"]HOME['\"]\]|"
+_AWK_OUT = lazy(r"(?:print|printf)[^;}|>]*?(>>?|\|)\s*(\"([^\"]*)\"|[^;}\s]+)")
+_DIFF_TARGET = lazy(r"^\+\+\+ (\S+)", re.M)
+_HOME_JOIN = lazy(r"expanduser|Path\.home\(\)|homedir\(\)|ENV\[['\"]HOME['\"]\]|"
                         r"\$ENV\{HOME\}|environ\[['\"]HOME['\"]\]|getenv\(['\"]HOME['\"]\)"
                         r"|Dir\.home|\$HOME|\{HOME\}|os\.homedir")
-_COPIES = re.compile(r"\b(copy\w*|move|symlink\w*|rename|os\.replace|write\w*|append\w*|"
+_COPIES = lazy(r"\b(copy\w*|move|symlink\w*|rename|os\.replace|write\w*|append\w*|"
                      r"cp|mv|install|file_put_contents)\s*\(|\b(open|fopen)\s*\([^)]*,\s*"
                      r"[\"'][wax+]|\.open\(\s*[\"'][wax]|>>?\s*\$ENV|open\(\s*\w+\s*,\s*[\"']>")
-_LITERAL = re.compile(r"""(["'])((?:(?!\1)[^\\\n]|\\.)*)\1""")
+_LITERAL = lazy(r"""(["'])((?:(?!\1)[^\\\n]|\\.)*)\1""")
 
 
 def _value(cmd: SimpleCommand, short: str, long: str) -> list[str]:
