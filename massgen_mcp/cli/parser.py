@@ -9,7 +9,6 @@ subcommand's error shows that subcommand's usage, not the server's.
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 from typing import Any, NoReturn
 
@@ -32,6 +31,8 @@ class Parser(argparse.ArgumentParser):
 def suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     """"; did you mean run?" for an invalid subcommand, "; did you mean --models?" for an
     unknown option ("" when nothing is close)."""
+    import difflib  # only a mistyped command pays for it (start-up time)
+
     choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if choice:
         options = re.findall(r"'([^']+)'", choice.group(2))
@@ -321,7 +322,6 @@ def serve_args(argv: list[str]) -> argparse.Namespace | None:
     clients start the server, without building every subcommand's parser (start-up time);
     None for anything else (a subcommand, help, a bad value), which the full parser
     handles and words."""
-
 
     class FastParser(argparse.ArgumentParser):
         def error(self, message: str) -> Any:

@@ -28,6 +28,7 @@ from massgen_mcp.app import App
 from massgen_mcp.server import catalog
 from massgen_mcp.server.host import ToolHost
 from massgen_mcp.server.resources import register_index, register_prompts, register_run_resources
+from massgen_mcp.server.sdk_adapter import sdk_logging_left_alone
 from massgen_mcp.server.users import WhoAsks
 
 if TYPE_CHECKING:
@@ -84,13 +85,14 @@ def build_server(app: App, *, tasks: bool = True, catalog_tools: bool = True
     from massgen_mcp.server.tasks import ListenGuard, TasksExtension
 
     host = ToolHost(app)
-    mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
-                  version=__version__, instructions=INSTRUCTIONS,
-                  website_url="https://github.com/massgen-mcp/massgen-mcp",
-                  extensions=[*([TasksExtension(host, render=_render)] if tasks else []),
-                              apps_extension()],
-                  # each request runs as its sender (server/users.py)
-                  middleware=[WhoAsks(), *([ListenGuard()] if tasks else [])])
+    with sdk_logging_left_alone():  # ours is set up by the caller (transports.serve)
+        mcp = _Server(name="massgen-mcp", title="MassGen MCP — ask a team of models",
+                      version=__version__, instructions=INSTRUCTIONS,
+                      website_url="https://github.com/massgen-mcp/massgen-mcp",
+                      extensions=[*([TasksExtension(host, render=_render)] if tasks else []),
+                                  apps_extension()],
+                      # each request runs as its sender (server/users.py)
+                      middleware=[WhoAsks(), *([ListenGuard()] if tasks else [])])
     listed = catalog.load() if catalog_tools else None
     if listed is None or not catalog.defer(
             mcp, listed, tools=lambda: register_tools(mcp, host),

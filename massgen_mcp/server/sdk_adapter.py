@@ -17,6 +17,13 @@ Two things the SDK's public API does not offer, and what we reach for instead:
   to know which are still open (the session manager forgets idle and closed ones in
   `_server_instances`). What would make this public: a per-principal `max_sessions`, or a
   read-only view of the open session ids.
+- **The SDK's logging set-up.** `MCPServer()` calls `configure_logging` (module
+  `mcp.server.mcpserver.server`), which imports `rich` when it is installed (about 18 ms of a
+  start-up) and asks `logging.basicConfig` for a rich handler at INFO on the root logger.
+  `massgen-mcp` sets up its own logging first (stderr, the operator's `--log-level`), so that
+  call changes nothing but the time; a server embedded in someone's program must not take over
+  their root logger either. `sdk_logging_left_alone()` skips it while our server is built.
+  What would make this public: an `MCPServer(configure_logging=False)` argument.
 
 `pyproject.toml` pins the SDK to the minor release these were checked against, and
 `tests/server/test_sdk_adapter.py` fails, naming the part, when an SDK release changes any of them:
@@ -25,9 +32,12 @@ Two things the SDK's public API does not offer, and what we reach for instead:
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from mcp.server.lowlevel import Server
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.prompts.manager import PromptManager
@@ -66,6 +76,24 @@ def open_sessions(mcp: MCPServer) -> set[str]:
     return set(mcp.session_manager._server_instances)
 
 
+@contextlib.contextmanager
+def sdk_logging_left_alone() -> Iterator[None]:
+    """While an `MCPServer` is built in this block, it leaves logging as it is (see the module
+    docstring)."""
+    import mcp.server.mcpserver.server as built
+
+    configure = built.configure_logging
+    built.configure_logging = _logging_left_alone
+    try:
+        yield
+    finally:
+        built.configure_logging = configure
+
+
+def _logging_left_alone(*_: Any, **__: Any) -> None:
+    return None
+
+
 def problems() -> list[str]:
     """What the installed SDK no longer offers of what this module relies on (empty: all)."""
     from importlib.metadata import version
@@ -98,6 +126,10 @@ def problems() -> list[str]:
                          (ResourceManager, ("list_templates", "get_resource")),
                          (PromptManager, ("list_prompts", "get_prompt", "remove_prompt"))):
         found += [f"{cls.__name__}.{m} is gone" for m in methods if not hasattr(cls, m)]
+    import mcp.server.mcpserver.server as built
+
+    if not callable(getattr(built, "configure_logging", None)):
+        found.append("mcp.server.mcpserver.server.configure_logging is gone")
     installed = version("mcp")
     if tuple(int(p) for p in installed.split(".")[:2]) != SDK_MINOR:
         found.append(f"mcp {installed} is not the checked release line "

@@ -46,3 +46,32 @@ def test_no_other_module_touches_the_sdks_private_parts() -> None:
                     and not (isinstance(node.value, ast.Name) and node.value.id == "self")):
                 reaches.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: .{node.attr}")
     assert reaches == [], "go through massgen_mcp/server/sdk_adapter.py:\n" + "\n".join(reaches)
+
+
+def test_building_our_server_leaves_logging_alone() -> None:
+    """The SDK's `configure_logging` would import rich (when installed: ~18 ms of start-up)
+    and put a rich handler at INFO on the root logger of whoever builds our server."""
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, sys, tempfile, pathlib\n"
+        "from massgen_mcp.app import App\n"
+        "from massgen_mcp.server import build_server\n"
+        "d = pathlib.Path(tempfile.mkdtemp())\n"
+        "build_server(App(d, cwd=d))\n"
+        "root = logging.getLogger()\n"
+        "print('rich' in sys.modules, len(root.handlers), logging.getLevelName(root.level))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out == ["False", "0", "WARNING"], out
+
+
+def test_the_sdk_still_sets_up_logging_outside_the_block() -> None:
+    """The skip is scoped: a bare `MCPServer` built afterwards is the SDK's as shipped."""
+    import mcp.server.mcpserver.server as built
+
+    before = built.configure_logging
+    with sdk_adapter.sdk_logging_left_alone():
+        assert built.configure_logging is not before
+    assert built.configure_logging is before
