@@ -31,7 +31,7 @@ from shlex import join, quote
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.editor_rules import VI, vi_commands, vi_opaque
 from massgen_mcp.hook.options import option_values
-from massgen_mcp.hook.programs import KNOWN
+from massgen_mcp.hook.programs import KNOWN, TREE_READERS
 from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.registry_rules import switches_source
 from massgen_mcp.hook.schedule_rules import schedules
@@ -390,7 +390,7 @@ def unknown_dir_use(cmd: SimpleCommand) -> str | None:
 
 def reads_recursively(cmd: SimpleCommand) -> bool:
     """Does the command read whole directory trees (and print or pack what it finds)?"""
-    if cmd.program in ("rg", "ag", "ack", "tar", "bsdtar", "7z", "cpio", "zip"):
+    if cmd.program in TREE_READERS or cmd.program in ("bsdtar", "zip"):
         return cmd.program != "zip" or cmd.has_short_flag("r")
     if cmd.program in ("grep", "egrep", "fgrep", "cp", "scp"):
         return cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long(
