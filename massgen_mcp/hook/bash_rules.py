@@ -32,6 +32,7 @@ from massgen_mcp.hook.git_rules import git_findings
 from massgen_mcp.hook.interp_rules import code_findings, interpreter, reads_code_from_stdin
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.programs import FILTERS, GREPS, READERS
 from massgen_mcp.hook.reach_rules import reach_findings
 from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, holds_secrets, is_under, secret_kind
@@ -43,10 +44,8 @@ _DB_CLIENTS = wordset(
     "psql mysql mariadb sqlite3 sqlite sqlcmd clickhouse clickhouse-client cockroach duckdb "
     "mongosh mongo cqlsh snowsql bq sqlplus usql pgcli mycli litecli turso dbshell"
 )
-_PRINTERS = wordset(
-    "cat less more head tail bat base64 xxd od hexdump strings grep egrep fgrep rg ag awk "
-    "sed cut sort uniq nl tac jq yq pbcopy xclip"
-)
+#: Programs that may print a secret file they are given (or copy it to the clipboard).
+_PRINTERS = READERS | GREPS | FILTERS | wordset("ag pbcopy xclip")
 #: Programs that take a secret file without printing it (load it, check it, use it as a
 #: key, delete it): the rest may print what they read.
 _USES_SECRETS_QUIETLY = wordset(

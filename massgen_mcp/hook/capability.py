@@ -30,8 +30,9 @@ from shlex import join, quote
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.editor_rules import VI, vi_commands, vi_opaque
+from massgen_mcp.hook.inert_values import INERT_VALUE
 from massgen_mcp.hook.options import option_values
-from massgen_mcp.hook.programs import KNOWN
+from massgen_mcp.hook.programs import KNOWN, TREE_READERS
 from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.registry_rules import switches_source
 from massgen_mcp.hook.schedule_rules import schedules
@@ -300,39 +301,12 @@ def _attached_code(arg: str) -> bool:
 
 def _plain_value(value: str, program: str) -> bool:
     """An option value that is a command line of a program the hook knows (`--exec 'python
-    app.py'`, `-c pytest`): the reach rules analyse it like the line itself. For gdb, a
-    command that only looks (`bt`, `info registers`, `p var`, a bare `run`)."""
+    app.py'`, `-c pytest`): the reach rules analyse it like the line itself. A program whose
+    code options speak a language of their own says what is inert in it (`INERT_VALUE`)."""
+    if (inert := INERT_VALUE.get(program)) is not None:
+        return inert(value)
     words = value.split()
-    if program == "gdb":
-        return bool(words) and "(" not in value and (
-            words[0] in _GDB_LOOKS or (words[0] in ("run", "r", "start") and len(words) == 1)
-            or (words[0] == "set" and words[1:2] in (["pagination"], ["confirm"], ["print"],
-                                                      ["width"], ["height"])))
-    if program in ("mongosh", "mongo"):
-        return all(_MONGO_READ.fullmatch(part.strip()) for part in value.split(";")
-                   if part.strip()) and not re.search(r"\$where|function|=>|`|require", value)
     return bool(words) and words[0] in KNOWN
-
-
-#: A mongo shell statement that only reads: a query or a status, maybe printed. Arguments
-#: hold no brackets, so no call hides in them; `runCommand` only with a read-only command.
-_ARGS = r"\((?:[^()]*)\)"
-_MONGO_READ = lazy(
-    r"(?:printjson|print|console\.log)?\(?\s*(?:db(?:\.getSiblingDB\(\s*['\"][\w-]+['\"]\s*\))?"
-    r"(?:\.getCollection\(\s*['\"][\w.-]+['\"]\s*\)|\.[A-Za-z_]\w*)??"
-    r"\.(?:find|findOne|countDocuments|count|estimatedDocumentCount|distinct|stats|"
-    r"getCollectionNames|getCollectionInfos|getName|version|serverStatus|hostInfo|getIndexes|"
-    r"currentOp|hello|isMaster|dataSize|totalSize)" + _ARGS
-    + r"(?:\.(?:limit|sort|skip|toArray|pretty|count|explain|itcount|size)" + _ARGS + r")*"
-    r"|db\.(?:runCommand|adminCommand)\(\s*\{\s*['\"]?(?:ping|serverStatus|dbStats|collStats|"
-    r"buildInfo|hello|isMaster|listCollections|listDatabases)['\"]?\s*:[^()]*\}\s*\)"
-    r"|rs\.(?:status|conf|isMaster|hello)\(\)|sh\.status\(\))\s*\)?")
-
-#: gdb commands that inspect or step the program; `print`/`call` of a function (a `(`) may
-#: run anything in it, `shell`/`python`/`source`/`pipe`/`dump`/`set logging` are not here.
-_GDB_LOOKS = wordset("bt backtrace where info i print p x list l frame f up down thread "
-                     "continue c next n step s stepi si nexti ni finish quit q disassemble "
-                     "display break b tbreak watch delete kill")
 
 
 def _interpreter(program: str) -> bool:
@@ -390,7 +364,7 @@ def unknown_dir_use(cmd: SimpleCommand) -> str | None:
 
 def reads_recursively(cmd: SimpleCommand) -> bool:
     """Does the command read whole directory trees (and print or pack what it finds)?"""
-    if cmd.program in ("rg", "ag", "ack", "tar", "bsdtar", "7z", "cpio", "zip"):
+    if cmd.program in TREE_READERS or cmd.program in ("bsdtar", "zip"):
         return cmd.program != "zip" or cmd.has_short_flag("r")
     if cmd.program in ("grep", "egrep", "fgrep", "cp", "scp"):
         return cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long(

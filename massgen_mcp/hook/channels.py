@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 
+from massgen_mcp.hook.git_alias import scripted_todo
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.regex import lazy
@@ -83,17 +84,6 @@ def env_assigned(name: str, value: str, out: Analysis,
             out.gate(f"sets {name} to a command computed at run time", rule="code-env")
         else:
             run(value)
-
-
-#: Sequence editors that leave a rebase's todo list as it is, or hand it to a person.
-_TODO_KEEPERS = frozenset({"true", ":", "cat", "vim", "vi", "nvim", "nano", "emacs", "code",
-                           "subl", "micro", "hx", "kak", "mate", "gedit", "kate"})
-
-
-def scripted_todo(value: str) -> bool:
-    """Is a git sequence editor a script that rewrites the todo list (`sed -i 's/pick/drop/'`)?"""
-    words = value.split()
-    return bool(words) and os.path.basename(words[0]) not in _TODO_KEEPERS
 
 
 def git_env_config(values: list[str], env: dict[str, str], out: Analysis) -> list[str]:

@@ -6,8 +6,9 @@ and `apply -auto-approve`; `kubectl delete|drain`; `helm uninstall`; cloud delet
 ... delete`, `gsutil rm -r`); deploy commands (`fly deploy`, `vercel --prod`, ...); docker
 volume deletion, privileged containers and image pushes; `gh pr merge`, `gh repo|release
 delete`, `gh release create`; `chmod -R 777`-like modes and `chmod|chown -R` outside the
-workspace; installs from URLs, git refs or extra indexes; registry switches; crontab and
-`systemctl enable`; `mkfs` and `dd of=/dev/...`. Standard library only.
+workspace; installs from URLs, git refs or extra indexes; registry switches (judged in
+`registry_rules.py`); crontab and `systemctl enable`; `mkfs` and `dd of=/dev/...`. Standard
+library only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from massgen_mcp.hook.command import SimpleCommand, subcommand
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.regex import lazy
+from massgen_mcp.hook.registry_rules import config_switch
 from massgen_mcp.hook.scope import Scope
 
 _KUBECTL_VALUES = frozenset({"--context", "-n", "--namespace", "--kubeconfig", "--cluster",
@@ -112,15 +114,8 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
                 p for p in pos[1:] if re.match(r"^(git\+|https?://|git://|github:|gitlab:"
                                               r"|bitbucket:|[\w.-]+@[\w.-]+:)", p)]):
         return hit("supply_chain", "pip-untrusted", f"{program} installs from {risky[0]}")
-    elif program in ("npm", "yarn", "pnpm") and pos[:2] == ["config", "set"]:
-        # the registry, the shell scripts run with, node's options: settings for every project
-        return hit("supply_chain", "registry-switch",
-                   f"{program} config set changes how every project's packages are fetched "
-                   "and their scripts run")
-    elif program in ("pip", "pip3") and pos[:1] == ["config"] and any(
-            p in ("set", "unset", "edit") for p in pos[1:2]):
-        return hit("supply_chain", "registry-switch",
-                   f"{program} config {pos[1]} changes where every project's packages come from")
+    elif switch := config_switch(program, pos):
+        return hit("supply_chain", "registry-switch", switch)
     elif program == "go" and sub in ("run", "install") and any(
             "@" in p or re.match(r"^[\w-]+\.[\w.-]+/", p) for p in pos[1:]):
         return hit("supply_chain", "remote-module",

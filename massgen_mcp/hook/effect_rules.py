@@ -22,6 +22,7 @@ import re
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.programs import FILTERS, READERS
 from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope
 
@@ -106,17 +107,16 @@ def secret_route(cmd: SimpleCommand) -> str | None:
     if program in ("npm", "pnpm", "yarn") and pos[:2] in (["config", "get"], ["get"]) and any(
             _AUTH_SETTING.search(p) for p in pos[1:]):
         return f"{program} config get prints a registry credential"
-    if program in _READERS and (body := next((b for w in cmd.words[1:] for kind, b in w.subs
-                                              if kind == "cmd" and _LISTS_SECRETS.search(b)),
-                                             None)):
+    if program in _PRINTS_OPERANDS and (body := next(
+            (b for w in cmd.words[1:] for kind, b in w.subs
+             if kind == "cmd" and _LISTS_SECRETS.search(b)), None)):
         return f"{program} reads the files `$({body[:40]})` lists, which may name secrets"
     return None
 
 
 _AUTH_SETTING = lazy(r"(?i)auth|token|password|_pass\b")
 #: Readers whose file operands may come from a substitution (`cat $(ls -a | grep env)`).
-_READERS = wordset("cat less more head tail bat nl tac od xxd hexdump strings base64 "
-                   "paste column sed awk grep sort uniq cut tr jq yq diff")
+_PRINTS_OPERANDS = READERS | FILTERS | wordset("paste column tr diff")
 #: A substitution that lists files and may name secret ones: by a secret-ish name, or by
 #: listing hidden files (`ls -a`, `fd -H`, `find` with no name filter).
 _LISTS_SECRETS = lazy(

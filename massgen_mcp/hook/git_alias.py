@@ -5,11 +5,14 @@ main` is a force-push: `expand_git` returns the command lines such a call amount
 the hook to analyse like any other line. Settings whose value is a program
 (`core.sshCommand`, `core.pager`, `diff.external`, filters, ...) given with `-c` or written
 with `git config` are returned too; so are `!` aliases written with `git config`, since
-they run later. Standard library only.
+they run later. A sequence editor is also judged for what it does to a rebase
+(`scripted_todo`: `git -c sequence.editor=..`, `GIT_SEQUENCE_EDITOR=..`). Standard library
+only.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from shlex import join
 
@@ -26,6 +29,15 @@ _PROGRAM_KEYS = lazy(
     r"|sequence\.editor|gpg\.(\w+\.)?program|credential(\..*)?\.helper|pager\..*"
     r"|(diff|merge|filter)\..*\.(textconv|command|driver|clean|smudge|process|cmd)"
     r"|uploadpack\.packobjectshook|ssh\.variant|interactive\.difffilter)$", re.I)
+#: Sequence editors that leave a rebase's todo list as it is, or hand it to a person.
+_TODO_KEEPERS = frozenset({"true", ":", "cat", "vim", "vi", "nvim", "nano", "emacs", "code",
+                           "subl", "micro", "hx", "kak", "mate", "gedit", "kate"})
+
+
+def scripted_todo(value: str) -> bool:
+    """Is a git sequence editor a script that rewrites the todo list (`sed -i 's/pick/drop/'`)?"""
+    words = value.split()
+    return bool(words) and os.path.basename(words[0]) not in _TODO_KEEPERS
 
 
 def _setting_script(key: str, value: str) -> str | None:

@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 import re
 
-from massgen_mcp.hook.channels import scripted_todo
 from massgen_mcp.hook.command import SimpleCommand, subcommand
+from massgen_mcp.hook.git_alias import scripted_todo
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.options import option_values, resolve_long
 from massgen_mcp.hook.policy import Finding

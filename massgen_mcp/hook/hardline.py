@@ -27,7 +27,7 @@ import os
 import re
 
 from massgen_mcp.hook.active import is_under, key_path
-from massgen_mcp.hook.command import subcommand
+from massgen_mcp.hook.command import subcommand, wordset
 from massgen_mcp.hook.git_rules import GIT_GLOBAL_VALUES
 from massgen_mcp.hook.hardline_paths import (
     _DOTGLOB,
@@ -44,6 +44,7 @@ from massgen_mcp.hook.hardline_paths import (
 )
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.hook.programs import GREPS, READERS, TREE_READERS
 from massgen_mcp.hook.scope import Scope, secret_kind
 
 TYPE_CHECKING = False
@@ -66,10 +67,13 @@ _READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path", "Grep": "pa
                "Glob": "path", "LS": "path"}
 _DEVICE_TOOLS = frozenset({"mkfs", "wipefs", "fdisk", "sfdisk", "parted", "mkswap", "blkdiscard",
                            "hdparm", "badblocks"})
-_RECURSIVE_READERS = frozenset({"rg", "ag", "ack", "tar", "zip", "7z", "rsync", "scp", "cpio"})
-_READERS = frozenset({"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg",
-                      "ls", "stat", "wc", "jq", "diff", "file", "tree", "bat", "du", "test",
-                      "[", "realpath", "readlink", "sha256sum", "md5sum", "git", "echo"})
+#: Reach into a directory's files whatever their flags: a copy or an archive of the key's
+#: parent holds the key.
+_RECURSIVE_READERS = TREE_READERS | wordset("zip rsync scp")
+#: Look at the paths they name and change nothing: they may touch the guard's state,
+#: settings and program (the key directory is judged apart).
+_LOOK_ONLY = READERS | GREPS | wordset(
+    "ls stat wc diff file tree du test [ realpath readlink sha256sum md5sum git echo")
 #: git subcommands that delete or overwrite the paths they name (`git rm`, `git checkout --`):
 #: git reads the guard's files otherwise, these write them.
 _GIT_WRITES = frozenset({"rm", "mv", "checkout", "restore", "apply", "am", "clean", "stash"})
@@ -327,8 +331,8 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
             if sub not in _OUR_SAFE_SUBCOMMANDS:
                 out.append(_finding("guard", f"runs `massgen-mcp {sub}`, which signs "
                                              "checkpoint plans with the guard's key"))
-        if cmd.program not in _READERS and (any(re.search(r"\bmassgen[-_]mcp\b", text) for w in
-                                                cmd.words[1:] for _, text in w.subs) or (
+        if cmd.program not in _LOOK_ONLY and (any(re.search(r"\bmassgen[-_]mcp\b", text)
+                                                  for w in cmd.words[1:] for _, text in w.subs) or (
                 held and any(UNKNOWN in a for a in cmd.args))):
             out.append(_finding("guard", f"{cmd.program} is given the path of massgen-mcp's "
                                          "own program, found at run time"))
@@ -361,7 +365,7 @@ def _bash(command: str, scope: Scope, keys: str, protected: list[str]) -> list[F
 def _reads_only(cmd: SimpleCommand) -> bool:
     if cmd.program == "git":
         return subcommand(cmd, GIT_GLOBAL_VALUES)[0] not in _GIT_WRITES
-    return cmd.program in _READERS
+    return cmd.program in _LOOK_ONLY
 
 
 def _uninstalls_us(cmd: SimpleCommand) -> bool:

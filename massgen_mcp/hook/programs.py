@@ -53,3 +53,19 @@ KNOWN = wordset(
     # `sources.py`), renderers of piped text and things that speak or print it
     "man info tldr pydoc pydoc3 apropos whatis dot neato fdp sfdp circo twopi plantuml mmdc "
     "d2 lp lpr espeak say")
+
+# Programs that print what they read. The rules share this vocabulary; each takes the parts
+# that fit what it judges (a secret reaching the transcript, a file operand that comes from a
+# substitution, a look at the guard's files that changes nothing).
+
+#: Print the files they are given and write none.
+READERS = wordset("cat less more head tail bat jq grep")
+#: grep's other spellings and ripgrep: printers like grep (the substitution check of
+#: `effect_rules.py` does not count them yet).
+GREPS = wordset("egrep fgrep rg")
+#: Print what they read transformed (dumped, encoded, cut, sorted, edited); some can also
+#: write a file (`sed -i`, `sort -o`, `uniq in out`, `xxd -r`, `yq -i`), so the hardline's
+#: look-only list leaves them out.
+FILTERS = wordset("nl tac od xxd hexdump strings base64 sed awk sort uniq cut yq")
+#: Read every file under the directories they are given (searchers, archivers).
+TREE_READERS = wordset("rg ag ack tar 7z cpio")

@@ -7,7 +7,10 @@ set registry`, `conda config --add channels`, `gem sources --add`, `go env -w GO
 nuget add source`), an install option naming a registry URL (`npm i --registry URL`,
 `conda install -c https://..`), or an environment variable set for the command or exported
 (`UV_INDEX_URL=.. uv pip install`, `export PIP_INDEX_URL=..`). `npm`/`yarn`/`pnpm config
-set` and `pip config` are judged in `cli_rules.py`. Standard library only.
+set` and `pip config set|unset|edit` change user-wide settings whatever the key: they are a
+supply-chain finding of their own (`config_switch`, reported by `cli_rules.py`), the rest
+is code the hook cannot see (`switches_source`, reported by `capability.py`). Standard
+library only.
 """
 
 from __future__ import annotations
@@ -47,6 +50,19 @@ def switches_source(cmd: SimpleCommand) -> list[str]:
                 and ("=" in a or program == "setenv")]
     reasons += [f"{env[0]} changes where packages are installed from"] if env else []
     return reasons
+
+
+def config_switch(program: str, pos: list[str]) -> str | None:
+    """Why a package manager's own config command changes every project's installs (None:
+    it does not)."""
+    if program in ("npm", "yarn", "pnpm") and pos[:2] == ["config", "set"]:
+        # the registry, the shell scripts run with, node's options: settings for every project
+        return (f"{program} config set changes how every project's packages are fetched "
+                "and their scripts run")
+    if program in ("pip", "pip3") and pos[:1] == ["config"] and any(
+            p in ("set", "unset", "edit") for p in pos[1:2]):
+        return f"{program} config {pos[1]} changes where every project's packages come from"
+    return None
 
 
 def _why(program: str, args: list[str], pos: list[str]) -> list[str]:
