@@ -364,7 +364,7 @@ def unknown_dir_use(cmd: SimpleCommand) -> str | None:
 
 def reads_recursively(cmd: SimpleCommand) -> bool:
     """Does the command read whole directory trees (and print or pack what it finds)?"""
-    if cmd.program in TREE_READERS or cmd.program in ("bsdtar", "zip"):
+    if cmd.program in TREE_READERS or cmd.program == "zip":
         return cmd.program != "zip" or cmd.has_short_flag("r")
     if cmd.program in ("grep", "egrep", "fgrep", "cp", "scp"):
         return cmd.has_short_flag("r") or cmd.has_short_flag("R") or cmd.has_long(

@@ -103,18 +103,18 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         return hit("prod_infra", "deploy", f"{program} deploys to a live environment")
     elif program in ("gh", "glab"):
         return _gh(pos, args)
-    elif program in ("pip", "pip3", "uv", "python", "python3") and "install" in pos:
-        risky = [a for a in args if a.startswith(("git+", "http://", "https://"))
-                 or a.split("=", 1)[0] in ("--index-url", "-i", "--extra-index-url",
-                                           "--trusted-host")]
-        if risky:
-            return hit("supply_chain", "pip-untrusted", f"installs from {risky[0]}")
+    elif program in ("pip", "pip3", "uv", "python", "python3") and "install" in pos and (
+            risky := [a for a in args if a.startswith(("git+", "http://", "https://"))
+                      or a.split("=", 1)[0] in ("--index-url", "-i", "--extra-index-url",
+                                                "--trusted-host")]):
+        # a bare `install` word (`pip config set x install`) goes on to the config switch
+        return hit("supply_chain", "pip-untrusted", f"installs from {risky[0]}")
     elif program in ("npm", "yarn", "pnpm", "bun", "gem", "composer") and sub in (
             "install", "i", "add", "require") and (risky := [
                 p for p in pos[1:] if re.match(r"^(git\+|https?://|git://|github:|gitlab:"
                                               r"|bitbucket:|[\w.-]+@[\w.-]+:)", p)]):
         return hit("supply_chain", "pip-untrusted", f"{program} installs from {risky[0]}")
-    elif switch := config_switch(program, pos):
+    elif switch := config_switch(program, pos, args):
         return hit("supply_chain", "registry-switch", switch)
     elif program == "go" and sub in ("run", "install") and any(
             "@" in p or re.match(r"^[\w-]+\.[\w.-]+/", p) for p in pos[1:]):

@@ -22,7 +22,7 @@ import re
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.programs import FILTERS, READERS
+from massgen_mcp.hook.programs import FILTERS, GREPS, READERS
 from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope
 
@@ -116,7 +116,7 @@ def secret_route(cmd: SimpleCommand) -> str | None:
 
 _AUTH_SETTING = lazy(r"(?i)auth|token|password|_pass\b")
 #: Readers whose file operands may come from a substitution (`cat $(ls -a | grep env)`).
-_PRINTS_OPERANDS = READERS | FILTERS | wordset("paste column tr diff")
+_PRINTS_OPERANDS = READERS | GREPS | FILTERS | wordset("paste column tr diff ag ack")
 #: A substitution that lists files and may name secret ones: by a secret-ish name, or by
 #: listing hidden files (`ls -a`, `fd -H`, `find` with no name filter).
 _LISTS_SECRETS = lazy(

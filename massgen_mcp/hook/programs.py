@@ -68,4 +68,4 @@ GREPS = wordset("egrep fgrep rg")
 #: look-only list leaves them out.
 FILTERS = wordset("nl tac od xxd hexdump strings base64 sed awk sort uniq cut yq")
 #: Read every file under the directories they are given (searchers, archivers).
-TREE_READERS = wordset("rg ag ack tar 7z cpio")
+TREE_READERS = wordset("rg ag ack tar bsdtar 7z cpio")
