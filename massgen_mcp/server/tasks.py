@@ -181,7 +181,8 @@ class Task:
 class TaskIdParams(RequestParams):
     """`tasks/get` and `tasks/cancel` params."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # Validators are built at the first tasks/* request, not at start-up (about 1 ms each).
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
     task_id: str = Field(alias="taskId")
 
 
