@@ -60,8 +60,7 @@ KNOWN = wordset(
 
 #: Print the files they are given and write none.
 READERS = wordset("cat less more head tail bat jq grep")
-#: grep's other spellings and ripgrep: printers like grep (the substitution check of
-#: `effect_rules.py` does not count them yet).
+#: grep's other spellings and ripgrep: printers like grep.
 GREPS = wordset("egrep fgrep rg")
 #: Print what they read transformed (dumped, encoded, cut, sorted, edited); some can also
 #: write a file (`sed -i`, `sort -o`, `uniq in out`, `xxd -r`, `yq -i`), so the hardline's
