@@ -373,6 +373,7 @@ async def test_killed_server_takes_its_cli_processes_with_it(
     finally:
         if server.returncode is None:
             server.kill()
+        await server.aclose()  # its pipes closed while the loop runs, not at garbage collection
 
 
 @pytest.mark.npm

@@ -201,6 +201,7 @@ async def test_a_killed_server_takes_its_standbys_with_it(
     finally:
         if server.returncode is None:
             server.kill()
+        await server.aclose()  # its pipes closed while the loop runs, not at garbage collection
 
 
 def _snapshot_reader(outside: Path) -> Any:

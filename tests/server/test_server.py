@@ -287,7 +287,6 @@ async def test_sigterm_on_stdio_closes_the_live_run_as_interrupted(provider, tmp
 
     provider.script("stuck", Hang())
     team = write_team(tmp_path / "t.yaml", provider, [("s", "openai", "stuck")])
-    proc = await anyio.open_process([EXE, "--team", str(team)], cwd=tmp_path, env=server_env())
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
@@ -295,12 +294,14 @@ async def test_sigterm_on_stdio_closes_the_live_run_as_interrupted(provider, tmp
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
          "params": {"name": "run_consensus", "arguments": {"task": "t"}}}]
-    assert proc.stdin is not None
-    for m in messages:
-        await proc.stdin.send((json.dumps(m) + "\n").encode())
-    await provider.wait_for("stuck", 1, timeout=20)
-    proc.send_signal(signal.SIGTERM)
-    with anyio.fail_after(20):
-        assert await proc.wait() == 0
+    async with await anyio.open_process([EXE, "--team", str(team)], cwd=tmp_path,
+                                        env=server_env()) as proc:
+        assert proc.stdin is not None
+        for m in messages:
+            await proc.stdin.send((json.dumps(m) + "\n").encode())
+        await provider.wait_for("stuck", 1, timeout=20)
+        proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(20):
+            assert await proc.wait() == 0
     run = next((tmp_path / ".massgen" / "runs").iterdir())
     assert json.loads((run / "result.json").read_text())["status"] == "interrupted"
