@@ -34,11 +34,11 @@ from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.programs import FILTERS, GREPS, READERS
 from massgen_mcp.hook.reach_rules import reach_findings
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import UNKNOWN_CWD, Scope, holds_secrets, is_under, secret_kind
 from massgen_mcp.hook.secret_search import pipeline_reach, read_operands
 from massgen_mcp.hook.shell import SHELLS, analyse
 from massgen_mcp.hook.sql_rules import BARE_LONG, sql_finding
+from massgen_mcp.regex import lazy
 
 _DB_CLIENTS = wordset(
     "psql mysql mariadb sqlite3 sqlite sqlcmd clickhouse clickhouse-client cockroach duckdb "

@@ -33,10 +33,10 @@ from massgen_mcp.hook.editor_rules import VI, vi_commands, vi_opaque
 from massgen_mcp.hook.inert_values import INERT_VALUE
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.programs import KNOWN, TREE_READERS
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.registry_rules import switches_source
 from massgen_mcp.hook.schedule_rules import schedules
 from massgen_mcp.hook.sources import hidden_sources
+from massgen_mcp.regex import lazy
 
 #: Programs that run the command they are given after their own options; value = options
 #: that take a value (the rest of the arguments is the command).
@@ -130,6 +130,8 @@ def embedded(cmd: SimpleCommand) -> list[str]:
         lines += [t for t in (tail, _scan(args)) if t]
     elif program in _SUB_WRAPPERS and args[:1] == [_SUB_WRAPPERS[program]]:
         lines += [t for t in (_tail(args[1:]), _scan(args[1:])) if t]
+    elif (module := cmd.python_module()) is not None:  # `python -m pip ...` runs pip
+        lines.append(join([module.program, *module.args]))
     elif program == "trap" and len(args) >= 2 and args[0] not in ("-p", "-l", "-", ""):
         lines.append(args[0])
     elif program == "watch":

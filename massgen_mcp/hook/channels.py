@@ -26,8 +26,8 @@ import re
 from massgen_mcp.hook.git_alias import scripted_todo
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.options import option_values
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import secret_kind
+from massgen_mcp.regex import lazy
 
 
 def interpreter(program: str) -> bool:

@@ -17,9 +17,9 @@ import re
 
 from massgen_mcp.hook.command import SimpleCommand, subcommand
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.registry_rules import config_switch
 from massgen_mcp.hook.scope import Scope
+from massgen_mcp.regex import lazy
 
 _KUBECTL_VALUES = frozenset({"--context", "-n", "--namespace", "--kubeconfig", "--cluster",
                              "--user", "-s", "--server"})
@@ -103,7 +103,7 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
         return hit("prod_infra", "deploy", f"{program} deploys to a live environment")
     elif program in ("gh", "glab"):
         return _gh(pos, args)
-    elif program in ("pip", "pip3", "uv", "python", "python3") and "install" in pos and (
+    elif program in ("pip", "pip3", "uv") and "install" in pos and (  # and `python -m pip`
             risky := [a for a in args if a.startswith(("git+", "http://", "https://"))
                       or a.split("=", 1)[0] in ("--index-url", "-i", "--extra-index-url",
                                                 "--trusted-host")]):
@@ -114,7 +114,7 @@ def cli_findings(cmd: SimpleCommand, scope: Scope) -> list[Finding]:
                 p for p in pos[1:] if re.match(r"^(git\+|https?://|git://|github:|gitlab:"
                                               r"|bitbucket:|[\w.-]+@[\w.-]+:)", p)]):
         return hit("supply_chain", "pip-untrusted", f"{program} installs from {risky[0]}")
-    elif switch := config_switch(program, pos, args):
+    elif switch := config_switch(program, pos):
         return hit("supply_chain", "registry-switch", switch)
     elif program == "go" and sub in ("run", "install") and any(
             "@" in p or re.match(r"^[\w-]+\.[\w.-]+/", p) for p in pos[1:]):

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import secret_kind
+from massgen_mcp.regex import lazy
 
 STRING = lazy(r'"""(.*?)"""|\'\'\'(.*?)\'\'\'|"((?:[^"\\]|\\.)*)"|\'((?:[^\'\\]|\\.)*)\''
                     r"|`((?:[^`\\]|\\.)*)`|%x\{([^}]*)\}|qx\{([^}]*)\}|%x\(([^)]*)\)|%x\[([^\]]*)\]"

@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from massgen_mcp.hook.lexer import Redir, Word
 from massgen_mcp.hook.policy import Finding
+from massgen_mcp.regex import lazy
+
+#: A Python interpreter's name (`python3.12`, `pypy3`).
+PYTHON = lazy(r"^(python|pypy)[0-9.]*$")
+_PYTHON_VALUES = "cWX"  # short options that take a value (`-m` is handled on its own)
 
 
 class SimpleCommand:
@@ -63,6 +68,27 @@ class SimpleCommand:
     def has_long(self, *names: str) -> bool:
         """True if any argument is one of the long options (or `--name=value`)."""
         return any(a in names or a.split("=", 1)[0] in names for a in self.args)
+
+    def python_module(self) -> SimpleCommand | None:
+        """`python -m NAME ARGS` as the command `NAME ARGS` (what runs is the module, as if
+        installed as a program: `python3 -Im pip config set ...` is `pip config set ...`);
+        None for anything else. Any `-m` counts, even one after a script or `-c` (where it is
+        the script's argument): a guard may see a module that does not run, never miss one
+        that does."""
+        if not PYTHON.match(self.program):
+            return None
+        args = self.args
+        for i, arg in enumerate(args):
+            if not arg.startswith("-") or arg.startswith("--"):
+                continue
+            for j, flag in enumerate(arg[1:], 2):
+                if flag == "m":
+                    name = arg[j:] or (args[i + 1] if i + 1 < len(args) else "")
+                    rest = args[i + (1 if arg[j:] else 2):]
+                    return SimpleCommand(name, rest) if name else None
+                if flag in _PYTHON_VALUES:  # the rest of the word is its value
+                    break
+        return None
 
 
 class Analysis:

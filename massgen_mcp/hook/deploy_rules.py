@@ -14,7 +14,7 @@ from __future__ import annotations
 from massgen_mcp.hook.command import SimpleCommand, subcommand, wordset
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.reach_rules import project_tasks
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 #: Verbs that read or stay on this machine, whatever the program.
 _READS = wordset(

@@ -10,7 +10,7 @@ import re
 
 from massgen_mcp.hook.command import SimpleCommand
 from massgen_mcp.hook.options import option_values
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 VI = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "evim", "rvim"})
 

@@ -23,8 +23,8 @@ import re
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.programs import FILTERS, GREPS, READERS
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope
+from massgen_mcp.regex import lazy
 
 _DUMPERS = frozenset({"env", "printenv", "set", "export", "declare", "typeset"})
 _DEVICE_TOOLS = lazy(r"^(wipefs|mkfs(\..*)?|mke2fs|mkswap|blkdiscard|sgdisk|fdisk|sfdisk"
@@ -292,12 +292,7 @@ def _npm_publishes(cmd: SimpleCommand) -> bool:
 
 
 def publish_findings(cmd: SimpleCommand) -> list[Finding]:
-    program, pos = cmd.program, cmd.positionals()
-    module = next((i for i, a in enumerate(cmd.args) if a.startswith("-m")), None)
-    if program.startswith("python") and module is not None:  # `python -m twine upload`
-        name = cmd.args[module][2:] or (cmd.args[module + 1:module + 2] or [""])[0]
-        tail = cmd.args[module + (1 if cmd.args[module][2:] else 2):]
-        return publish_findings(SimpleCommand(name, tail)) if name in _PUBLISHERS else []
+    program, pos = cmd.program, cmd.positionals()  # `python -m twine`: judged as twine
     if program in ("npm", "pnpm", "yarn", "bun") and _npm_publishes(cmd):
         return [Finding("external_comms", "publish",
                         f"{program} publishes a package to a public registry")]

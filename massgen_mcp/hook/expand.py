@@ -22,7 +22,7 @@ import os
 import re
 
 from massgen_mcp.hook.lexer import UNKNOWN, Word
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

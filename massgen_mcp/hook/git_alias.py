@@ -16,7 +16,7 @@ import os
 import re
 from shlex import join
 
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

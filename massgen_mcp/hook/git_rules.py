@@ -28,8 +28,8 @@ from massgen_mcp.hook.git_alias import scripted_todo
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.options import option_values, resolve_long
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, secret_kind
+from massgen_mcp.regex import lazy
 
 PROTECTED_BRANCH = lazy(
     r"^(main|master|trunk|develop|development|dev|stable|staging|production|gh-pages"

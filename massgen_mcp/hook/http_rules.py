@@ -25,7 +25,7 @@ import re
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.command import wordset
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -24,11 +24,11 @@ import re
 from massgen_mcp.hook.code_paths import STRING as _STRING
 from massgen_mcp.hook.code_paths import call_arg as _call_arg
 from massgen_mcp.hook.code_paths import read_findings
-from massgen_mcp.hook.command import SimpleCommand
+from massgen_mcp.hook.command import PYTHON, SimpleCommand
 from massgen_mcp.hook.lexer import UNKNOWN
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, secret_kind
+from massgen_mcp.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,7 +45,6 @@ _CODE_FLAGS: dict[str, tuple[str, ...]] = {
     "osascript": ("-e",), "pwsh": ("-c", "-Command"), "powershell": ("-c", "-Command"),
     "awk": (), "gawk": (), "mawk": (), "jshell": (),
 }
-_PYTHON = lazy(r"^(python|pypy)[0-9.]*$")
 _RUNS_SHELL = lazy(
     r"\b(os\.system|os\.popen|subprocess|Popen|check_output|check_call|spawn\w*|execSync"
     r"|execFile\w*|child_process|system|exec[lv]?p?e?|popen|shell_exec|passthru|proc_open"
@@ -83,7 +82,7 @@ _RUNS_FETCHED = lazy(r"\(\s*eval\s*\)|\beval\s+\w|\b(source|sys\.source|require|
 
 def interpreter(program: str) -> str | None:
     """The interpreter family of a program name (`python3.12` -> "python"), or None."""
-    if _PYTHON.match(program):
+    if PYTHON.match(program):
         return "python"
     return program if program in _CODE_FLAGS else None
 

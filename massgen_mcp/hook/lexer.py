@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 UNKNOWN = "\0"
 _WORD_END = frozenset(" \t\r\n;&|()<>")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up

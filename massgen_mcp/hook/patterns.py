@@ -24,10 +24,10 @@ from massgen_mcp.hook.bash_rules import check_bash
 from massgen_mcp.hook.command import wordset
 from massgen_mcp.hook.matching import split_mcp_name
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, holds_secrets, secret_kind
 from massgen_mcp.hook.secret_search import SECRET_SAMPLES
 from massgen_mcp.hook.sql_rules import sql_finding
+from massgen_mcp.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs the hook ~8 ms of start-up

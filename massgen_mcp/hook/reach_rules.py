@@ -32,10 +32,10 @@ from massgen_mcp.hook.interp_rules import interpreter
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.policy import Finding
 from massgen_mcp.hook.programs import KNOWN
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, is_under
 from massgen_mcp.hook.secret_search import finds_secrets, searches_secrets, secret_store_read
 from massgen_mcp.hook.statefile import StateFileError, read_bytes
+from massgen_mcp.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.command import SimpleCommand
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 #: Environment variables naming where packages (or their checksums) come from.
 _SOURCE_VARS = lazy(
@@ -52,15 +52,9 @@ def switches_source(cmd: SimpleCommand) -> list[str]:
     return reasons
 
 
-def config_switch(program: str, pos: list[str], args: list[str] | None = None) -> str | None:
+def config_switch(program: str, pos: list[str]) -> str | None:
     """Why a package manager's own config command changes every project's installs (None:
-    it does not). `args`: the whole command line, for pip run as `python -m pip`."""
-    if program.startswith(("python", "pypy")) and args:
-        module = next((a[2:] or (args[i + 1] if i + 1 < len(args) else "")
-                       for i, a in enumerate(args) if a.startswith("-m")), "")
-        if module not in ("pip", "pip3"):
-            return None
-        program, pos = module, pos[1:] if pos[:1] == [module] else pos
+    it does not). pip run as `python -m pip` is judged as pip (`SimpleCommand.python_module`)."""
     if program in ("npm", "yarn", "pnpm") and pos[:2] == ["config", "set"]:
         # the registry, the shell scripts run with, node's options: settings for every project
         return (f"{program} config set changes how every project's packages are fetched "

@@ -35,7 +35,7 @@ from collections import namedtuple
 
 from massgen_mcp.hook.active import key_path
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 _TEMPLATE_ENV = lazy(r"^\.env\.(example|sample|template|dist|defaults|schema)$", re.I)
 # The one list of secret-bearing files: the hook's, and the server's `files` argument's

@@ -21,8 +21,8 @@ from massgen_mcp.hook.active import key_path
 from massgen_mcp.hook.command import SimpleCommand, wordset
 from massgen_mcp.hook.options import option_values
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import Scope, holds_secrets, is_under, secret_kind
+from massgen_mcp.regex import lazy
 
 #: Names a glob is tried against: does the Grep tool's `glob` reach secret files?
 SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519", ".netrc",

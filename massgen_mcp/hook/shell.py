@@ -23,7 +23,7 @@ from massgen_mcp.hook.command import command_head as command_head  # main.py imp
 from massgen_mcp.hook.expand import expand_words, glob_program, param_expand, tilde_user
 from massgen_mcp.hook.lexer import UNKNOWN, Op, Redir, Word, lex
 from massgen_mcp.hook.options import resolve_long
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

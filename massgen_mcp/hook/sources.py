@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.command import SimpleCommand, wordset
-from massgen_mcp.hook.regex import lazy
 from massgen_mcp.hook.scope import secret_kind
+from massgen_mcp.regex import lazy
 
 #: Programs that read a build description (a file of commands) they then run.
 _BUILD_TOOLS = wordset("make gmake bmake ninja samu gradle gradlew cmake mvn mvnw rake just "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from massgen_mcp.hook.policy import Finding
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 _SQL_DELETE = lazy(r"\bDELETE\s+FROM\s+[\w.\"`\[\]]+(?P<rest>[^;]*)", re.I)
 _SQL_UPDATE = lazy(r"\bUPDATE\s+[\w.\"`\[\]]+\s+SET\b(?P<rest>[^;]*)", re.I)

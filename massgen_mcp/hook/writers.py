@@ -17,7 +17,7 @@ import re
 from massgen_mcp.hook.command import SimpleCommand
 from massgen_mcp.hook.editor_rules import vi_writes
 from massgen_mcp.hook.lexer import UNKNOWN
-from massgen_mcp.hook.regex import lazy
+from massgen_mcp.regex import lazy
 
 _AWK = frozenset({"awk", "gawk", "mawk", "nawk"})
 _AWK_OUT = lazy(r"(?:print|printf)[^;}|>]*?(>>?|\|)\s*(\"([^\"]*)\"|[^;}\s]+)")

@@ -1,7 +1,8 @@
 """Regular expressions compiled on first use. Standard library only.
 
 The hook is a new process for every tool call, and compiling its few hundred patterns took
-most of its time, while one command meets only the rules for the programs it names. A
+most of its time, while one command meets only the rules for the programs it names. The
+server's start-up pays for the patterns its modules define, too, while most are for runs. A
 module-level `lazy(...)` stands for `re.compile(...)` and compiles at its first match.
 """
 
