@@ -20,10 +20,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
 
+from massgen_mcp.regex import lazy
+
 if TYPE_CHECKING:
     from massgen_mcp.config.team import Team
 
-KEY_SHAPES = re.compile(
+KEY_SHAPES = lazy(
     r"\b(?:sk-ant-[A-Za-z0-9_-]{16,}|sk-[A-Za-z0-9_*-]{8,}|AIza[0-9A-Za-z_-]{20,}|"
     r"xai-[A-Za-z0-9]{8,}|gsk_[A-Za-z0-9]{8,})")
 MASK = "***"
@@ -31,9 +33,9 @@ PIECE = 8  # the shortest run of a key's characters that is redacted on its own
 _CACHE_FROM = 256  # strings this long are remembered once redacted
 _CACHE_SIZE = 512
 _MIN_SECRET = 6  # shorter values (a port, "none") would redact ordinary text
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SURROGATE = lazy(r"[\ud800-\udfff]")
 # Variables in a tool server's `env` whose values are secrets (also redacted in its logs).
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
+_SECRET_NAME = lazy(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.I)
 
 
 def safe_text(s: str) -> str:
@@ -124,8 +126,8 @@ class Redactor:
         return self.text(str(obj))
 
 
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@")
-_BEARER = re.compile(r"\b(?:Bearer|Basic|token)\s+([A-Za-z0-9._~+/=-]{8,})", re.I)
+_URL_PASSWORD = lazy(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@")
+_BEARER = lazy(r"\b(?:Bearer|Basic|token)\s+([A-Za-z0-9._~+/=-]{8,})", re.I)
 
 
 def secret_args(args: Iterable[str]) -> list[str]:

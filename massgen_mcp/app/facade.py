@@ -17,22 +17,23 @@ import anyio
 
 from massgen_mcp.app.records import Records
 from massgen_mcp.app.teams import ChosenTeam, check_cli_agents, check_limits, tool_team
-from massgen_mcp.config.choose import MCP, Vocabulary, auto_team_models, resolve_team
 from massgen_mcp.config.env import Environment
-from massgen_mcp.config.trust import TeamPolicy
-from massgen_mcp.inputs import join_context, read_context_files
 from massgen_mcp.paths import state_dir
 from massgen_mcp.runs.owners import LOCAL_NAME, Principal
-from massgen_mcp.runs.quota import Quota, caps_of
 
-if TYPE_CHECKING:  # the engine and the team models load at the first run (start-up time)
+# Choosing teams, the team policy, the quota and the engine load at their first use: a server
+# that only lists its tools never imports them (start-up time, bench/startup.py).
+if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from massgen_mcp.backends import BackendContext
+    from massgen_mcp.config.choose import Vocabulary
     from massgen_mcp.config.team import Team
+    from massgen_mcp.config.trust import TeamPolicy
     from massgen_mcp.coordination.result import RunResult
     from massgen_mcp.modes.checkpoint.run import CheckpointResult
     from massgen_mcp.runs.engine import Engine, Listener, PreparedRun
+    from massgen_mcp.runs.quota import Quota
     from massgen_mcp.runs.scale.queue import RunJob
     from massgen_mcp.runs.scale.worker import RunWorker
     from massgen_mcp.runs.store import RunRecords
@@ -50,21 +51,18 @@ class App(Records):
         checkpoint_team: str | None = None,
         env: Environment | None = None,
         cwd: Path | None = None,
-        vocabulary: Vocabulary = MCP,
+        vocabulary: Vocabulary | None = None,
         team_policy: TeamPolicy | None = None,
         allow_secret_files: bool = False,
         allow_cli_agents: bool = False,
         allow_checkpoint_team_override: bool = False,
         checkpoint_approval: str | None = None,
         store: RunRecords | None = None,
-        quota: Quota | None = None,
+        quota: Quota | Callable[[], Quota] | None = None,
     ) -> None:
-        #: How this caller names its arguments in messages (CLI flags, tool arguments, ...).
-        self.vocabulary = vocabulary
+        self._vocabulary = vocabulary
         self.cwd = (cwd or Path.cwd()).resolve()
-        #: What teams named by tool calls may be (the operator's own choices are trusted).
-        self.team_policy = team_policy or TeamPolicy.create(
-            operator_teams=[default_team, checkpoint_team])
+        self._team_policy = team_policy
         self.allow_secret_files = allow_secret_files
         #: May a tool call's `models` (or a restricted team file) start a coding-agent CLI?
         self.allow_cli_agents = allow_cli_agents
@@ -83,8 +81,40 @@ class App(Records):
         self.allow_checkpoint_team_override = allow_checkpoint_team_override
         #: The operator's approval rule for checkpoints (majority | unanimous; None: majority).
         self.checkpoint_approval = checkpoint_approval
-        #: The operator's limits on tool calls' runs: size, how many, spend (runs/quota.py).
-        self.quota = quota or Quota()
+        self._quota = quota
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """How this caller names its arguments in messages (CLI flags, tool arguments, ...);
+        by default a tool call's."""
+        if self._vocabulary is None:
+            from massgen_mcp.config.choose import MCP
+
+            self._vocabulary = MCP
+        return self._vocabulary
+
+    @property
+    def team_policy(self) -> TeamPolicy:
+        """What teams named by tool calls may be (the operator's own choices are trusted);
+        when none was given, only the user's teams folder, made at its first use."""
+        if self._team_policy is None:
+            from massgen_mcp.config.trust import TeamPolicy
+
+            self._team_policy = TeamPolicy.create(
+                operator_teams=[self.default_team, self.checkpoint_team])
+        return self._team_policy
+
+    @property
+    def quota(self) -> Quota:
+        """The operator's limits on tool calls' runs: size, how many, spend (runs/quota.py);
+        made at its first use from what was given (a `Quota`, or how to make one), else
+        none."""
+        quota = self._quota
+        if quota is None or callable(quota):
+            from massgen_mcp.runs.quota import Quota
+
+            quota = self._quota = quota() if quota is not None else Quota()
+        return quota
 
     @property
     def engine(self) -> Engine:
@@ -134,6 +164,8 @@ class App(Records):
         `from_tool`: `team` is a tool argument, so it is held to `team_policy`
         (config/trust.py), and the team to the operator's caps; files are read and parsed in
         a worker thread either way."""
+        from massgen_mcp.config.choose import auto_team_models, resolve_team
+
         words = self.vocabulary
         check_limits(words, timeout_s=timeout_s, max_answers_per_agent=max_answers_per_agent,
                      min_agreement=min_agreement)
@@ -169,6 +201,8 @@ class App(Records):
                         **limits: Any) -> ChosenTeam:
         """`team_for` a tool call (`from_tool`), with the reference a worker resolves the
         team from again when the run is handed to one (`consensus`, `plan`)."""
+        from massgen_mcp.runs.quota import caps_of
+
         chosen = await self.team_for(models=models, team=team, min_agreement=min_agreement,
                                      stances=stances, from_tool=True, **limits)
         if any(a.provider.uses_client_model for a in chosen.agents):
@@ -186,6 +220,7 @@ class App(Records):
         """The call's context text followed by the files it names (read and size-checked;
         secret files refused unless the operator allowed them or typed the paths (`trusted`),
         contents redacted)."""
+        from massgen_mcp.inputs import join_context, read_context_files
         from massgen_mcp.redaction import Redactor, configured_secrets
 
         text = read_context_files(files or [], self.cwd,

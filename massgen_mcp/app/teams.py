@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from massgen_mcp.config.choose import Vocabulary
 from massgen_mcp.errors import InputError
 
 if TYPE_CHECKING:
+    from massgen_mcp.config.choose import Vocabulary
     from massgen_mcp.config.env import Environment
     from massgen_mcp.config.team import Team
     from massgen_mcp.config.trust import TeamPolicy

@@ -22,15 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from massgen_mcp.errors import ConfigError
+from massgen_mcp.regex import lazy
 
 log = logging.getLogger(__name__)
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VAR = lazy(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 #: Set to 1 in the real environment: a project's .env may also set endpoints.
 DOTENV_ENDPOINTS_VAR = "MASSGEN_MCP_DOTENV_ENDPOINTS"
 # Not every *_URL or *_HOST: a project's DATABASE_URL or REDIS_HOST is none of our business
 # (and `${VAR}` in an endpoint field never reads the .env anyway).
-_REDIRECTING = re.compile(
+_REDIRECTING = lazy(
     r"(_BASE_URL|_API_BASE|_API_URL|_ENDPOINT|_PROXY|_CA_BUNDLE|_CA_CERTS)$"
     r"|^(OLLAMA_HOST|ALL_PROXY|NO_PROXY|SSL_CERT_FILE|SSL_CERT_DIR)$", re.I)
 _warned: set[tuple[str, str]] = set()

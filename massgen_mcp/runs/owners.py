@@ -13,15 +13,15 @@ see their own runs; an admin line sees all.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from massgen_mcp.errors import RunNotFoundError
+from massgen_mcp.regex import lazy
 
 LOCAL_NAME = "local"
 #: What a user's name may be (it is written to run records and shown in lists).
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+NAME = lazy(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from massgen_mcp.urls import is_loopback_host, served_names
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
+    from massgen_mcp.runs.quota import Quota
+
 
 #: A 2025-11-25 session with no request in flight for this long is closed (the SDK's default
 #: is 30 minutes; a client that comes back opens a new one).
@@ -108,14 +110,16 @@ def serve(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(args.log_level).upper(),
                                                          logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from massgen_mcp.config.trust import TeamPolicy
+    policy = None  # none given: App makes the default one at the first run (start-up time)
+    if args.team_dir or args.allow_team_path:
+        from massgen_mcp.config.trust import TeamPolicy
 
-    try:
-        policy = TeamPolicy.create(args.team_dir, args.allow_team_path,
-                                   [args.team, args.checkpoint_team])
-    except MassgenError as e:
-        print(f"massgen-mcp: {e}", file=sys.stderr)
-        return 2
+        try:
+            policy = TeamPolicy.create(args.team_dir, args.allow_team_path,
+                                       [args.team, args.checkpoint_team])
+        except MassgenError as e:
+            print(f"massgen-mcp: {e}", file=sys.stderr)
+            return 2
     state = state_dir(args.state_dir)
     users = None
     if args.transport != "stdio":
@@ -133,9 +137,11 @@ def serve(args: argparse.Namespace) -> int:
         except MassgenError as e:
             print(f"massgen-mcp: {e}", file=sys.stderr)
             return 2
-    from massgen_mcp.runs.quota import limits_from_options
+    def quota() -> Quota:  # the options are checked by the parser; made at the first run
+        from massgen_mcp.runs.quota import limits_from_options
 
-    quota = limits_from_options(args)
+        return limits_from_options(args)
+
     app = App(state, default_team=args.team, store=store,
               checkpoint_team=args.checkpoint_team, team_policy=policy,
               allow_secret_files=args.allow_secret_files,

@@ -164,7 +164,8 @@ def test_a_build_that_fails_leaves_the_listing_and_is_tried_again() -> None:
 
 RUN_ONLY = ("massgen_mcp.runs.engine", "massgen_mcp.coordination.orchestrator",
             "massgen_mcp.coordination.result", "massgen_mcp.config.team",
-            "massgen_mcp.config.orchestration",
+            "massgen_mcp.config.orchestration", "massgen_mcp.config.choose",
+            "massgen_mcp.config.trust", "massgen_mcp.runs.quota", "massgen_mcp.inputs",
             "massgen_mcp.server.tools", "massgen_mcp.server.mode_tools", "openai", "anthropic",
             "google.genai", "yaml")
 LIST_ONLY = f"""
@@ -192,8 +193,8 @@ print(",".join(m for m in {RUN_ONLY!r} if m in sys.modules))
 
 def test_a_server_that_only_lists_imports_nothing_a_run_needs(tmp_path: Path) -> None:
     """Start-up contract (bench/startup.py measures the time): the lists and a shut-down
-    load no engine, orchestrator, result or team model, tool module, provider
-    SDK or PyYAML."""
+    load no engine, orchestrator, result or team model, team choice, team policy, quota,
+    input reader, tool module, provider SDK or PyYAML."""
     import subprocess
     import sys
 
