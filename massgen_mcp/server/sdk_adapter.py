@@ -33,6 +33,7 @@ Two things the SDK's public API does not offer, and what we reach for instead:
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -79,15 +80,29 @@ def open_sessions(mcp: MCPServer) -> set[str]:
 @contextlib.contextmanager
 def sdk_logging_left_alone() -> Iterator[None]:
     """While an `MCPServer` is built in this block, it leaves logging as it is (see the module
-    docstring)."""
+    docstring). The swap is of a module global, so it is counted: blocks that overlap (two
+    servers built in two threads) keep it until the last one ends, then the SDK's own
+    function is back."""
     import mcp.server.mcpserver.server as built
 
-    configure = built.configure_logging
-    built.configure_logging = _logging_left_alone
+    global _left_alone_blocks, _sdk_configure_logging
+    with _left_alone_lock:
+        if _left_alone_blocks == 0:
+            _sdk_configure_logging = built.configure_logging
+            built.configure_logging = _logging_left_alone
+        _left_alone_blocks += 1
     try:
         yield
     finally:
-        built.configure_logging = configure
+        with _left_alone_lock:
+            _left_alone_blocks -= 1
+            if _left_alone_blocks == 0:
+                built.configure_logging = _sdk_configure_logging
+
+
+_left_alone_lock = threading.Lock()
+_left_alone_blocks = 0  # blocks of sdk_logging_left_alone() open now, in any thread
+_sdk_configure_logging: Any = None  # the SDK's function, while it is swapped out
 
 
 def _logging_left_alone(*_: Any, **__: Any) -> None:

@@ -75,3 +75,18 @@ def test_the_sdk_still_sets_up_logging_outside_the_block() -> None:
     with sdk_adapter.sdk_logging_left_alone():
         assert built.configure_logging is not before
     assert built.configure_logging is before
+
+
+def test_overlapping_blocks_keep_the_skip_until_the_last_ends() -> None:
+    """Two servers built at once (two threads) open overlapping blocks: the first to end must
+    not give the SDK's set-up back to the other's build, nor the last leave it swapped."""
+    import mcp.server.mcpserver.server as built
+
+    before = built.configure_logging
+    first, second = sdk_adapter.sdk_logging_left_alone(), sdk_adapter.sdk_logging_left_alone()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert built.configure_logging is not before  # the second build is still going
+    second.__exit__(None, None, None)
+    assert built.configure_logging is before
