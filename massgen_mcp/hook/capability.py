@@ -132,6 +132,8 @@ def embedded(cmd: SimpleCommand) -> list[str]:
         lines += [t for t in (_tail(args[1:]), _scan(args[1:])) if t]
     elif (module := cmd.python_module()) is not None:  # `python -m pip ...` runs pip
         lines.append(join([module.program, *module.args]))
+    elif program in _PACKAGE_RUNNERS and (line := _runner_line(cmd)):
+        lines.append(line)
     elif program == "trap" and len(args) >= 2 and args[0] not in ("-p", "-l", "-", ""):
         lines.append(args[0])
     elif program == "watch":
@@ -316,14 +318,29 @@ def _interpreter(program: str) -> bool:
                          r"|Rscript|julia)$", program))
 
 
+def _runner_args(cmd: SimpleCommand) -> list[str] | None:
+    """A package runner's arguments after its own subcommand (`npm exec`); None: it runs
+    nothing."""
+    sub = _PACKAGE_RUNNERS[cmd.program]
+    if not sub:
+        return cmd.args
+    return cmd.args[1:] if cmd.args[:1] == [sub] else None
+
+
+def _runner_line(cmd: SimpleCommand) -> str:
+    """The command a package runner runs, as a line (`npx lerna publish` runs `lerna
+    publish`); empty when it runs none."""
+    args = _runner_args(cmd) or []
+    spec = next((a for a in args if not a.startswith("-")), "")
+    name = spec.lstrip("@").split("@", 1)[0].rsplit("/", 1)[-1]  # `@scope/pkg@2` -> pkg
+    return join([name, *args[args.index(spec) + 1:]]) if name else ""
+
+
 def _package_runner(cmd: SimpleCommand) -> list[str]:
     """`npx pkg` fetches and runs a package unless it is a dev tool the project has."""
-    sub = _PACKAGE_RUNNERS[cmd.program]
-    args = cmd.args
-    if sub:
-        if args[:1] != [sub]:
-            return []
-        args = args[1:]
+    args = _runner_args(cmd)
+    if args is None:
+        return []
     spec = next((a for a in args if not a.startswith("-")), "")
     # Options after the package name are the tool's own (`npx tsc -p tsconfig.json`).
     own = args[:args.index(spec)] if spec else args

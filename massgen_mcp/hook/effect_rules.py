@@ -32,6 +32,13 @@ _DEVICE_TOOLS = lazy(r"^(wipefs|mkfs(\..*)?|mke2fs|mkswap|blkdiscard|sgdisk|fdis
 _BLOCK = lazy(r"^/dev/(sd|hd|vd|xvd|nvme|mmcblk|md|dm-|loop|disk|mapper/|sr|nbd)")
 _PUBLISHERS = {"twine": "upload", "cargo": "publish", "gem": "push", "poetry": "publish",
                "uv": "publish", "flit": "publish", "hatch": "publish", "nuget": "push"}
+# Any tool's `publish`/`upload` subcommand sends a package to a registry or a store (`pdm
+# publish`, `vsce publish`, `cabal upload`, `lerna publish`): the next packaging tool uses the
+# same words, so no list of tools. After a group word: `dart pub publish`, `dotnet nuget push`.
+_PUBLISH_WORDS = frozenset({"publish", "upload", "hex.publish"})
+_PUBLISH_GROUPS = {"pub": "publish", "nuget": "push", "package-registry": "publish"}
+_BUILDS_LOCALLY = frozenset({"dotnet"})  # `dotnet publish` writes a folder to deploy from
+_RELEASERS = frozenset({"semantic-release", "release-it"})  # tag, publish, announce
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 _FIND_FILTERS = wordset(
     "-name -iname -path -ipath -regex -iregex -type -newer -mtime -mmin -atime -amin -size "
@@ -300,6 +307,18 @@ def publish_findings(cmd: SimpleCommand) -> list[Finding]:
             cmd.args):
         return [Finding("external_comms", "publish",
                         f"{program} {pos[0]} publishes a package to a public registry")]
+    dry = any(a.split("=", 1)[0] == "--dry-run" and not a.endswith("=false") for a in cmd.args)
+    words = pos[:2] if pos[:1] and pos[0] in _PUBLISH_GROUPS else pos[:1]
+    if not dry and ((words[-1:] and words[-1] in _PUBLISH_WORDS and len(words) == 1
+                     and program not in _BUILDS_LOCALLY)
+                    or (len(words) == 2 and words[1] == _PUBLISH_GROUPS[words[0]])):
+        return [Finding("external_comms", "publish",
+                        f"{program} {' '.join(words)} publishes or uploads to a registry or "
+                        "store")]
+    if not dry and (program in _RELEASERS or (program == "goreleaser" and pos[:1] == [
+            "release"] and "--snapshot" not in cmd.args)):
+        return [Finding("external_comms", "publish",
+                        f"{program} tags and publishes a release")]
     if program in ("docker", "podman", "nerdctl", "buildah"):
         head = pos[:2]
         if head[:1] == ["push"] or head in (["image", "push"], ["manifest", "push"],
