@@ -308,10 +308,12 @@ def publish_findings(cmd: SimpleCommand) -> list[Finding]:
         return [Finding("external_comms", "publish",
                         f"{program} {pos[0]} publishes a package to a public registry")]
     dry = any(a.split("=", 1)[0] == "--dry-run" and not a.endswith("=false") for a in cmd.args)
-    words = pos[:2] if pos[:1] and pos[0] in _PUBLISH_GROUPS else pos[:1]
-    if not dry and ((words[-1:] and words[-1] in _PUBLISH_WORDS and len(words) == 1
-                     and program not in _BUILDS_LOCALLY)
-                    or (len(words) == 2 and words[1] == _PUBLISH_GROUPS[words[0]])):
+    if pos and pos[0] in _PUBLISH_GROUPS:
+        words, publishes = pos[:2], pos[1:2] == [_PUBLISH_GROUPS[pos[0]]]
+    else:
+        words = pos[:1]
+        publishes = bool(pos) and pos[0] in _PUBLISH_WORDS and program not in _BUILDS_LOCALLY
+    if publishes and not dry:
         return [Finding("external_comms", "publish",
                         f"{program} {' '.join(words)} publishes or uploads to a registry or "
                         "store")]
