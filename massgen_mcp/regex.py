@@ -13,16 +13,20 @@ from typing import Any, cast
 
 
 class _Lazy:
-    __slots__ = ("_args", "_compiled")
+    """Compiles at the first attribute asked for, and keeps each one asked for (the bound
+    `sub`, `search`, ...) in its own `__dict__`: later uses are a plain attribute lookup, as
+    fast as on the compiled pattern (redaction calls `sub` on every string it writes)."""
 
     def __init__(self, pattern: str, flags: int) -> None:
         self._args = (pattern, flags)
         self._compiled: re.Pattern[str] | None = None
 
-    def __getattr__(self, name: str) -> Any:  # only for what the slots do not hold
+    def __getattr__(self, name: str) -> Any:  # only for what is not kept yet
         if self._compiled is None:
             self._compiled = re.compile(*self._args)
-        return getattr(self._compiled, name)
+        value = getattr(self._compiled, name)
+        self.__dict__[name] = value
+        return value
 
 
 def lazy(pattern: str, flags: int = 0) -> re.Pattern[str]:
